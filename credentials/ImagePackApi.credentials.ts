@@ -1,0 +1,93 @@
+import type {
+	IAuthenticateGeneric,
+	Icon,
+	ICredentialTestRequest,
+	ICredentialType,
+	INodeProperties,
+} from 'n8n-workflow';
+
+/**
+ * Base URL + `sk_` API key, sent as `Authorization: Bearer <key>` (trimmed: keys pasted from the
+ * developer center often carry a trailing space or newline).
+ */
+export class ImagePackApi implements ICredentialType {
+	name = 'imagePackApi';
+
+	displayName = 'Image Pack API';
+
+	icon: Icon = {
+		light: 'file:../nodes/ImagePack/imagePack.svg',
+		dark: 'file:../nodes/ImagePack/imagePack.dark.svg',
+	};
+
+	documentationUrl = 'https://github.com/imagepack/n8n-nodes-imagepack#credentials';
+
+	properties: INodeProperties[] = [
+		{
+			displayName: 'Base URL',
+			name: 'baseUrl',
+			type: 'string',
+			default: '',
+			required: true,
+			placeholder: 'https://example.com',
+			description: 'Address of the Image Pack service, without /api (a trailing slash is fine)',
+		},
+		{
+			displayName: 'API Key',
+			name: 'apiKey',
+			type: 'string',
+			typeOptions: { password: true },
+			default: '',
+			required: true,
+			placeholder: 'sk_...',
+			description:
+				'Key from the developer center (account → developer center → API keys). It starts with sk_ and needs the scopes of the operations you use: generate:write (Generate), assets:read (downloads), documents:read (publications and the trigger).',
+		},
+	];
+
+	authenticate: IAuthenticateGeneric = {
+		type: 'generic',
+		properties: {
+			headers: {
+				Authorization: '={{"Bearer " + String($credentials.apiKey).trim()}}',
+			},
+		},
+	};
+
+	// The cheapest call that proves the URL, the key and one scope: it reads at most one record and
+	// spends no credits. The rules turn the API's status codes into messages that say what to fix.
+	test: ICredentialTestRequest = {
+		request: {
+			baseURL: '={{String($credentials.baseUrl).trim().replace(/\\/+$/, "")}}',
+			url: '/api/v1/image-pack-publications',
+			qs: { limit: 1 },
+			method: 'GET',
+		},
+		rules: [
+			{
+				type: 'responseCode',
+				properties: {
+					value: 401,
+					message:
+						'The API key is missing, invalid, revoked or expired (401). Copy a valid key (it starts with sk_) from the developer center.',
+				},
+			},
+			{
+				type: 'responseCode',
+				properties: {
+					value: 403,
+					message:
+						'The key is valid but lacks the documents:read scope (403 insufficient_scope), which Get Publication, Get Many Publications and the Image Pack Trigger need. Generate needs generate:write and downloads need assets:read.',
+				},
+			},
+			{
+				type: 'responseCode',
+				properties: {
+					value: 404,
+					message:
+						'The Base URL answered, but not with the Image Pack API (404). Use the address of the service itself, without /api.',
+				},
+			},
+		],
+	};
+}

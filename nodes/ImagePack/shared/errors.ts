@@ -1,0 +1,124 @@
+/**
+ * English messages for the API's error codes (API document, section 7). The service's own messages
+ * are Chinese and may change, so the node branches on `error.code` only and keeps the original
+ * message as detail.
+ */
+
+export interface ApiErrorInfo {
+	/** `error.code` from the body, or a code of ours for bodies that carry none. */
+	code: string;
+	httpStatus: number;
+	requestId?: string;
+	/** The service's own message (Chinese by default). */
+	apiMessage?: string;
+}
+
+/** Which operations each scope unlocks, for messages that tell the user what to tick. */
+export const SCOPE_OPERATIONS: Record<string, string> = {
+	'generate:write': 'Generate',
+	'assets:read': 'Download File and the image downloads of Generate and Get Publication',
+	'documents:read': 'Get Publication, Get Many Publications and the Image Pack Trigger',
+};
+
+const MESSAGES: Record<string, string> = {
+	invalid_request: 'The Image Pack API rejected the request as invalid',
+	invalid_model: 'The Image Pack API does not support the requested model',
+	reference_image_missing:
+		'A reference image no longer exists or does not belong to this account (it was deleted, cleaned up or is another account’s)',
+	unauthorized: 'No API key reached the Image Pack API: check the Image Pack API credential',
+	invalid_api_key:
+		'The API key is invalid, revoked or expired: create a new key in the developer center and update the Image Pack API credential',
+	insufficient_credits:
+		'Not enough credits for this generation: top up the account (the detail states the credits needed and available)',
+	insufficient_scope: 'The API key lacks the scope this operation needs',
+	session_not_found: 'The session does not exist or belongs to another account',
+	rate_limited: 'The API key is over its rate limit',
+	new_user_daily_limit:
+		'Accounts younger than 7 days may spend at most 2000 credits in 24 hours, and this account reached that limit',
+	internal_error: 'The generation failed on the service; the reserved credits were refunded',
+	not_found: 'Not found, or it belongs to another account',
+	non_json_response: 'The Image Pack API answered with something that is not JSON',
+	expired_link: 'The signed download link was refused (it may have expired)',
+};
+
+/** The scope each API path needs, as the API document lists them. */
+export function scopeForPath(path: string): string | undefined {
+	if (path.startsWith('/api/v1/generate')) return 'generate:write';
+	if (path.startsWith('/api/v1/image-pack-publications')) return 'documents:read';
+	if (path.startsWith('/api/file/')) return 'assets:read';
+	return undefined;
+}
+
+/** The English message for an API error, by code; unknown codes still say what happened. */
+export function englishMessage(info: ApiErrorInfo, path: string): string {
+	if (info.code === 'insufficient_scope') {
+		const scope = scopeForPath(path);
+		if (scope) {
+			return `The API key lacks the ${scope} scope, which ${SCOPE_OPERATIONS[scope]} need: add it to the key in the developer center`;
+		}
+	}
+	if (info.code === 'not_found' || (info.httpStatus === 404 && !MESSAGES[info.code])) {
+		if (path.startsWith('/api/v1/image-pack-publications/')) {
+			return 'The publication does not exist or belongs to another account';
+		}
+		if (path.startsWith('/api/file/')) return 'The file does not exist or belongs to another account';
+		return MESSAGES.not_found;
+	}
+	const known = MESSAGES[info.code];
+	if (known) return known;
+	if (info.httpStatus >= 500) return `The Image Pack API failed with HTTP ${info.httpStatus}`;
+	return `The Image Pack API returned an error (code "${info.code}", HTTP ${info.httpStatus})`;
+}
+
+/** The description shown under the message: everything support needs to find the request. */
+export function errorDescription(info: ApiErrorInfo, extra?: string): string {
+	const parts = [`code: ${info.code}`, `HTTP status: ${info.httpStatus}`];
+	if (info.requestId) parts.push(`request id: ${info.requestId}`);
+	if (info.apiMessage) parts.push(`API message: ${info.apiMessage}`);
+	if (extra) parts.push(extra);
+	return parts.join(' · ');
+}
+
+/**
+ * Reads an error body. The API promises `{error:{code,message,request_id}}`; proxies in front of it
+ * may answer with HTML or nothing, which still has to become a clear error.
+ */
+export function parseErrorBody(httpStatus: number, text: string, requestIdHeader?: string): ApiErrorInfo {
+	let parsed: unknown;
+	try {
+		parsed = JSON.parse(text);
+	} catch {
+		parsed = undefined;
+	}
+	const error = (parsed as { error?: Record<string, unknown> } | undefined)?.error;
+	if (error && typeof error.code === 'string') {
+		return {
+			code: error.code,
+			httpStatus,
+			requestId: typeof error.request_id === 'string' ? error.request_id : requestIdHeader,
+			apiMessage: typeof error.message === 'string' ? error.message : undefined,
+		};
+	}
+	const snippet = text.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 200);
+	return {
+		code: parsed === undefined ? 'non_json_response' : 'unknown_error',
+		httpStatus,
+		requestId: requestIdHeader,
+		apiMessage: snippet || undefined,
+	};
+}
+
+/** Seconds to wait from a Retry-After header (delta seconds or an HTTP date); undefined if absent. */
+export function retryAfterSeconds(header: unknown, now = Date.now()): number | undefined {
+	if (typeof header !== 'string' && typeof header !== 'number') return undefined;
+	const value = String(header).trim();
+	if (/^\d+(\.\d+)?$/.test(value)) return Number(value);
+	const date = Date.parse(value);
+	return Number.isNaN(date) ? undefined : Math.max(0, (date - now) / 1000);
+}
+
+/** Removes a secret from text that may end up in an error, a log or an output item. */
+export function redact(text: string, secret: string | undefined): string {
+	if (!secret || secret.length < 4) return text;
+	return text.split(secret).join('sk_***');
+}

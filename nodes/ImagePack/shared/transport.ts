@@ -1,0 +1,424 @@
+/**
+ * The only module that talks HTTP. Every request goes through n8n's helpers (so n8n's proxy, TLS and
+ * cancellation settings apply), with explicit timeouts, English errors chosen by `error.code`, bounded
+ * retries that can never charge twice, and file redirects followed without credentials.
+ */
+import type {
+	IDataObject,
+	IExecuteFunctions,
+	IHttpRequestMethods,
+	IHttpRequestOptions,
+	IN8nHttpFullResponse,
+	IPollFunctions,
+	JsonObject,
+} from 'n8n-workflow';
+import { NodeApiError, NodeOperationError, sleep } from 'n8n-workflow';
+
+import {
+	type ApiErrorInfo,
+	englishMessage,
+	errorDescription,
+	parseErrorBody,
+	redact,
+	retryAfterSeconds,
+} from './errors';
+
+export type ApiContext = IExecuteFunctions | IPollFunctions;
+
+export const CREDENTIAL_TYPE = 'imagePackApi';
+
+/** Generation may run for 5 minutes; n8n's helpers give up at 300 s unless told otherwise. */
+export const GENERATE_TIMEOUT_MS = 330_000;
+export const DEFAULT_TIMEOUT_MS = 60_000;
+
+/** Retry bounds. Mutable only so tests can shorten the waits; the shape of the policy is fixed. */
+export const retryPolicy = {
+	/** Further attempts after `429 rate_limited`. */
+	rateLimitRetries: 3,
+	/** A Retry-After longer than this is not waited for: the error is reported instead. */
+	maxRetryAfterSeconds: 60,
+	/** Further attempts of an idempotent request after 502/503/504 or a connection error. */
+	transientRetries: 2,
+	/** First backoff; doubled on every further attempt. */
+	backoffMs: 500,
+};
+
+export interface Connection {
+	/** The credential's base URL without trailing slashes, e.g. `https://example.com`. */
+	baseUrl: string;
+	apiKey: string;
+}
+
+export interface ApiRequest {
+	method: IHttpRequestMethods;
+	/** Path below the base URL, starting with `/api/`. */
+	path: string;
+	qs?: IDataObject;
+	body?: IDataObject;
+	headers?: IDataObject;
+	timeoutMs?: number;
+	itemIndex?: number;
+	/** Added to the message when a non-idempotent request may have been carried out. */
+	uncertainOutcomeHint?: string;
+}
+
+export interface ApiResponse<T> {
+	body: T;
+	status: number;
+	/** The `X-Request-Id` response header, quoted when reporting a problem. */
+	requestId?: string;
+}
+
+/** Reads and checks the credential once per call: bad settings fail before anything is sent. */
+export async function getConnection(ctx: ApiContext, itemIndex = 0): Promise<Connection> {
+	const credentials = await ctx.getCredentials(CREDENTIAL_TYPE, itemIndex);
+	const baseUrl = String(credentials.baseUrl ?? '').trim().replace(/\/+$/, '');
+	const apiKey = String(credentials.apiKey ?? '').trim();
+	if (!/^https?:\/\/[^/]+/i.test(baseUrl)) {
+		throw new NodeOperationError(
+			ctx.getNode(),
+			`The Base URL of the Image Pack API credential must start with http:// or https:// (got "${baseUrl}")`,
+			{ itemIndex },
+		);
+	}
+	if (!apiKey.startsWith('sk_')) {
+		throw new NodeOperationError(
+			ctx.getNode(),
+			'The API key of the Image Pack API credential must start with sk_',
+			{ itemIndex, description: 'Copy the whole key from the developer center; it is shown only once.' },
+		);
+	}
+	return { baseUrl, apiKey };
+}
+
+function headerValue(headers: IN8nHttpFullResponse['headers'], name: string): string | undefined {
+	const value = headers?.[name] ?? headers?.[name.toLowerCase()];
+	if (Array.isArray(value)) return value[0] as string;
+	return typeof value === 'string' ? value : undefined;
+}
+
+/** The network error code (ECONNREFUSED, ECONNRESET, ...) of an error from n8n's helpers, if any. */
+export function networkErrorCode(error: unknown): string | undefined {
+	let current = error as { code?: unknown; cause?: unknown } | undefined;
+	for (let depth = 0; current && depth < 4; depth++) {
+		if (typeof current.code === 'string' && /^(E[A-Z_]+|ERR_[A-Z_]+)$/.test(current.code)) {
+			return current.code;
+		}
+		current = current.cause as typeof current;
+	}
+	const message = String((error as Error | undefined)?.message ?? '');
+	if (/timeout/i.test(message)) return 'ETIMEDOUT';
+	if (/socket hang up/i.test(message)) return 'ECONNRESET';
+	return undefined;
+}
+
+/** Errors after which the request certainly never reached the server. */
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
+const TRANSIENT_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED', 'EAI_AGAIN']);
+const TRANSIENT_STATUSES = new Set([502, 503, 504]);
+
+function backoff(attempt: number): number {
+	return retryPolicy.backoffMs * 2 ** (attempt - 1);
+}
+
+function apiError(ctx: ApiContext, request: ApiRequest, info: ApiErrorInfo, apiKey: string, extra?: string) {
+	const message = englishMessage(info, request.path);
+	const safe = (text: string) => redact(text, apiKey);
+	const details = { ...info, apiMessage: info.apiMessage && safe(info.apiMessage) };
+	return new NodeApiError(ctx.getNode(), details as unknown as JsonObject, {
+		message: safe(message),
+		description: safe(errorDescription(details, extra)),
+		httpCode: String(info.httpStatus),
+		itemIndex: request.itemIndex,
+	});
+}
+
+const NETWORK_WORDS: Record<string, string> = {
+	ECONNREFUSED: 'the connection was refused',
+	ENOTFOUND: 'the host name does not resolve',
+	EAI_AGAIN: 'the host name could not be resolved right now',
+	ECONNRESET: 'the connection was reset before the answer arrived',
+	EPIPE: 'the connection was closed while sending',
+};
+
+function networkError(ctx: ApiContext, request: ApiRequest, code: string | undefined, apiKey: string) {
+	const timedOut = code === 'ETIMEDOUT' || code === 'ECONNABORTED';
+	const notSent = code !== undefined && NOT_SENT_CODES.has(code);
+	// The raw code stays out of the message: NodeApiError swaps messages that mention well-known
+	// network codes for a generic one, which would drop the "may have been charged" hint.
+	const what = timedOut
+		? `The Image Pack API did not answer within ${Math.round((request.timeoutMs ?? DEFAULT_TIMEOUT_MS) / 1000)} seconds`
+		: notSent
+			? `The Image Pack API could not be reached (${NETWORK_WORDS[code]}): check the Base URL of the credential`
+			: `The connection to the Image Pack API failed (${(code && NETWORK_WORDS[code]) ?? 'network error'})`;
+	const hint = !notSent && request.method !== 'GET' ? request.uncertainOutcomeHint : undefined;
+	return new NodeApiError(ctx.getNode(), { networkError: code ?? 'unknown', httpStatus: 0 } as JsonObject, {
+		message: redact(hint ? `${what}. ${hint}` : what, apiKey),
+		description: `${request.method} ${request.path} · network error: ${code ?? 'unknown'}`,
+		itemIndex: request.itemIndex,
+	});
+}
+
+/**
+ * Sends one API request and returns its parsed JSON body.
+ *
+ * Retries: `429 rate_limited` is retried after Retry-After (bounded) for every request, since the
+ * service did no work. Idempotent GETs are also retried on 502/503/504 and connection errors.
+ * A POST is otherwise retried only when the connection was refused, i.e. nothing was sent: a
+ * generation is never sent twice when it may have run.
+ */
+export async function apiRequest<T>(
+	ctx: ApiContext,
+	request: ApiRequest,
+	connection?: Connection,
+): Promise<ApiResponse<T>> {
+	const { baseUrl, apiKey } = connection ?? (await getConnection(ctx, request.itemIndex));
+	const idempotent = request.method === 'GET';
+	const options: IHttpRequestOptions = {
+		method: request.method,
+		url: `${baseUrl}${request.path}`,
+		qs: request.qs,
+		body: request.body,
+		json: request.body !== undefined,
+		headers: { Accept: 'application/json', ...request.headers },
+		timeout: request.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+		// Raw text, so a malformed body becomes a clear error instead of a string passed on as data.
+		encoding: 'text',
+		returnFullResponse: true,
+		ignoreHttpStatusErrors: true,
+	};
+
+	for (let attempt = 1; ; attempt++) {
+		let response: IN8nHttpFullResponse;
+		try {
+			response = (await ctx.helpers.httpRequestWithAuthentication.call(
+				ctx,
+				CREDENTIAL_TYPE,
+				{ ...options },
+			)) as IN8nHttpFullResponse;
+		} catch (error) {
+			const code = networkErrorCode(error);
+			const retryable = code !== undefined && TRANSIENT_CODES.has(code);
+			const safeToRepeat = idempotent || (code !== undefined && NOT_SENT_CODES.has(code));
+			if (retryable && safeToRepeat && attempt <= retryPolicy.transientRetries) {
+				await sleep(backoff(attempt));
+				continue;
+			}
+			throw networkError(ctx, request, code, apiKey);
+		}
+
+		const status = response.statusCode;
+		const requestId = headerValue(response.headers, 'x-request-id');
+		const text = typeof response.body === 'string' ? response.body : JSON.stringify(response.body ?? '');
+
+		if (status >= 200 && status < 300) {
+			try {
+				return { body: JSON.parse(text) as T, status, requestId };
+			} catch {
+				const info: ApiErrorInfo = {
+					code: 'non_json_response',
+					httpStatus: status,
+					requestId,
+					apiMessage: text.slice(0, 200),
+				};
+				if (idempotent && attempt <= retryPolicy.transientRetries) {
+					await sleep(backoff(attempt));
+					continue;
+				}
+				throw apiError(ctx, request, info, apiKey, idempotent ? undefined : request.uncertainOutcomeHint);
+			}
+		}
+
+		const info = parseErrorBody(status, text, requestId);
+		if (status === 429 && info.code === 'rate_limited') {
+			const wait = retryAfterSeconds(headerValue(response.headers, 'retry-after')) ?? backoff(attempt) / 1000;
+			if (attempt <= retryPolicy.rateLimitRetries && wait <= retryPolicy.maxRetryAfterSeconds) {
+				await sleep(wait * 1000);
+				continue;
+			}
+			throw apiError(
+				ctx,
+				request,
+				info,
+				apiKey,
+				`gave up after ${attempt} attempts; the service asked to wait ${wait} seconds`,
+			);
+		}
+		if (TRANSIENT_STATUSES.has(status) && idempotent && attempt <= retryPolicy.transientRetries) {
+			await sleep(backoff(attempt));
+			continue;
+		}
+		// A gateway error on a POST says nothing about whether the work behind it ran.
+		const uncertain = !idempotent && info.code !== 'internal_error' && status >= 500;
+		throw apiError(ctx, request, info, apiKey, uncertain ? request.uncertainOutcomeHint : undefined);
+	}
+}
+
+export interface FileDownload {
+	/** The response body as a stream, ready for `prepareBinaryData`. */
+	body: unknown;
+	fileName: string;
+	mimeType: string;
+	contentLength?: number;
+}
+
+const MIME_BY_EXTENSION: Record<string, string> = {
+	png: 'image/png',
+	jpg: 'image/jpeg',
+	jpeg: 'image/jpeg',
+	webp: 'image/webp',
+	gif: 'image/gif',
+	avif: 'image/avif',
+};
+
+export function mimeTypeFor(fileName: string, contentType?: string): string {
+	const declared = contentType?.split(';')[0].trim().toLowerCase();
+	if (declared && declared !== 'application/octet-stream' && declared !== 'binary/octet-stream') {
+		return declared;
+	}
+	const extension = fileName.split('.').pop()?.toLowerCase() ?? '';
+	return MIME_BY_EXTENSION[extension] ?? 'application/octet-stream';
+}
+
+/**
+ * Where a file reference points. The API's paths (`/api/file/<name>`), bare file names and full URLs
+ * on the credential's own host get the API key; any other URL is fetched without credentials.
+ */
+export function resolveFileReference(
+	reference: string,
+	baseUrl: string,
+): { url: string; authenticated: boolean; fileName: string } {
+	const trimmed = reference.trim();
+	const base = new URL(`${baseUrl}/`);
+	let url: URL;
+	if (/^https?:\/\//i.test(trimmed)) {
+		url = new URL(trimmed);
+	} else if (trimmed.startsWith('/')) {
+		url = new URL(`${baseUrl}${trimmed}`);
+	} else {
+		url = new URL(`${baseUrl}/api/file/${encodeURIComponent(trimmed)}`);
+	}
+	const fileName = decodeURIComponent(url.pathname.split('/').pop() ?? '') || 'file';
+	return { url: url.toString(), authenticated: url.origin === base.origin, fileName };
+}
+
+async function readStreamText(body: unknown): Promise<string> {
+	if (typeof body === 'string') return body;
+	if (body instanceof Buffer) return body.toString('utf8');
+	const chunks: Buffer[] = [];
+	for await (const chunk of body as AsyncIterable<Buffer | string>) {
+		chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+		if (chunks.reduce((size, part) => size + part.length, 0) > 64 * 1024) break;
+	}
+	return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Downloads a file. The API answers `/api/file/<name>` with a 302 to a signed link; that link is
+ * fetched without the Authorization header (n8n's helpers would otherwise forward it to the other
+ * host) and streamed, so large images never sit in memory twice.
+ */
+export async function downloadFile(
+	ctx: ApiContext,
+	reference: string,
+	itemIndex: number,
+	connection?: Connection,
+): Promise<FileDownload> {
+	const { baseUrl, apiKey } = connection ?? (await getConnection(ctx, itemIndex));
+	const target = resolveFileReference(reference, baseUrl);
+	const path = new URL(target.url).pathname;
+	const request: ApiRequest = { method: 'GET', path, itemIndex, timeoutMs: DEFAULT_TIMEOUT_MS };
+	let signedUrl = target.url;
+
+	if (target.authenticated) {
+		for (let attempt = 1; ; attempt++) {
+			let response: IN8nHttpFullResponse;
+			try {
+				response = (await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_TYPE, {
+					method: 'GET',
+					url: target.url,
+					timeout: DEFAULT_TIMEOUT_MS,
+					disableFollowRedirect: true,
+					ignoreHttpStatusErrors: true,
+					returnFullResponse: true,
+					encoding: 'stream',
+				})) as IN8nHttpFullResponse;
+			} catch (error) {
+				const code = networkErrorCode(error);
+				if (code && TRANSIENT_CODES.has(code) && attempt <= retryPolicy.transientRetries) {
+					await sleep(backoff(attempt));
+					continue;
+				}
+				throw networkError(ctx, request, code, apiKey);
+			}
+			const status = response.statusCode;
+			const location = headerValue(response.headers, 'location');
+			if (status >= 300 && status < 400 && location) {
+				(response.body as { destroy?: () => void })?.destroy?.();
+				signedUrl = new URL(location, target.url).toString();
+				break;
+			}
+			if (status >= 200 && status < 300) {
+				// Served directly, without a redirect: take it as it is.
+				return fileFrom(response, target.fileName);
+			}
+			const requestId = headerValue(response.headers, 'x-request-id');
+			const info = parseErrorBody(status, await readStreamText(response.body), requestId);
+			const wait = retryAfterSeconds(headerValue(response.headers, 'retry-after')) ?? backoff(attempt) / 1000;
+			const rateLimited = status === 429 && info.code === 'rate_limited';
+			if (
+				(rateLimited && attempt <= retryPolicy.rateLimitRetries && wait <= retryPolicy.maxRetryAfterSeconds) ||
+				(TRANSIENT_STATUSES.has(status) && attempt <= retryPolicy.transientRetries)
+			) {
+				await sleep(rateLimited ? wait * 1000 : backoff(attempt));
+				continue;
+			}
+			throw apiError(ctx, request, info, apiKey);
+		}
+	}
+
+	for (let attempt = 1; ; attempt++) {
+		let response: IN8nHttpFullResponse;
+		try {
+			// Deliberately the unauthenticated helper: the signed link must never receive the key.
+			response = (await ctx.helpers.httpRequest({
+				method: 'GET',
+				url: signedUrl,
+				timeout: DEFAULT_TIMEOUT_MS,
+				ignoreHttpStatusErrors: true,
+				returnFullResponse: true,
+				encoding: 'stream',
+			})) as IN8nHttpFullResponse;
+		} catch (error) {
+			const code = networkErrorCode(error);
+			if (code && TRANSIENT_CODES.has(code) && attempt <= retryPolicy.transientRetries) {
+				await sleep(backoff(attempt));
+				continue;
+			}
+			throw networkError(ctx, { ...request, path: 'signed download link' }, code, apiKey);
+		}
+		const status = response.statusCode;
+		if (status >= 200 && status < 300) return fileFrom(response, target.fileName);
+		const text = await readStreamText(response.body);
+		if (TRANSIENT_STATUSES.has(status) && attempt <= retryPolicy.transientRetries) {
+			await sleep(backoff(attempt));
+			continue;
+		}
+		const info = parseErrorBody(status, text, headerValue(response.headers, 'x-request-id'));
+		if (status === 403 || status === 410) info.code = 'expired_link';
+		throw apiError(ctx, request, info, apiKey);
+	}
+}
+
+function fileFrom(response: IN8nHttpFullResponse, fallbackName: string): FileDownload {
+	const disposition = headerValue(response.headers, 'content-disposition') ?? '';
+	const named = /filename\*?=(?:UTF-8'')?"?([^";]+)"?/i.exec(disposition)?.[1];
+	const fileName = named ? decodeURIComponent(named) : fallbackName;
+	const length = Number(headerValue(response.headers, 'content-length'));
+	return {
+		body: response.body,
+		fileName,
+		mimeType: mimeTypeFor(fileName, headerValue(response.headers, 'content-type')),
+		contentLength: Number.isFinite(length) && length > 0 ? length : undefined,
+	};
+}

@@ -1,0 +1,270 @@
+/**
+ * Runs this package's nodes inside real n8n execution contexts (`ExecuteContext`, `PollContext` from
+ * n8n-core, `Workflow` and expressions from n8n-workflow), so parameters, credentials, HTTP helpers,
+ * binary data and static data behave as they do in n8n. Only the surroundings that need a running n8n
+ * instance (database, credential storage, UI) are replaced by the small in-memory parts below.
+ */
+import { Container } from '@n8n/di';
+import { BinaryDataConfig, BinaryDataService, ExecuteContext, PollContext } from 'n8n-core';
+import type {
+	ICredentialDataDecryptedObject,
+	ICredentialType,
+	IDataObject,
+	IHttpRequestOptions,
+	INode,
+	INodeCredentialsDetails,
+	INodeExecutionData,
+	INodeParameters,
+	INodeType,
+	INodeTypes,
+	IRunExecutionData,
+	IWorkflowExecuteAdditionalData,
+	WorkflowActivateMode,
+	WorkflowExecuteMode,
+} from 'n8n-workflow';
+import { ICredentialsHelper, Workflow } from 'n8n-workflow';
+
+import { ImagePackApi } from '../../credentials/ImagePackApi.credentials';
+
+export const PACKAGE = 'n8n-nodes-imagepack';
+
+export interface HarnessCredentials {
+	baseUrl: string;
+	apiKey: string;
+}
+
+/** Credential storage stand-in; authentication itself resolves the credential's own expressions. */
+class TestCredentialsHelper extends ICredentialsHelper {
+	constructor(
+		private readonly credentials: Record<string, ICredentialDataDecryptedObject>,
+		private readonly types: Record<string, ICredentialType>,
+	) {
+		super();
+	}
+
+	getParentTypes(): string[] {
+		return [];
+	}
+
+	async authenticate(
+		credentials: ICredentialDataDecryptedObject,
+		typeName: string,
+		requestOptions: IHttpRequestOptions,
+		workflow: Workflow,
+		node: INode,
+	): Promise<IHttpRequestOptions> {
+		const authenticate = this.types[typeName]?.authenticate;
+		if (typeof authenticate === 'function') return await authenticate(credentials, requestOptions);
+		if (!authenticate || authenticate.type !== 'generic') return requestOptions;
+		// As n8n does: each header is an expression evaluated with $credentials in scope.
+		const headers: IDataObject = { ...(requestOptions.headers ?? {}) };
+		for (const [name, value] of Object.entries(authenticate.properties.headers ?? {})) {
+			headers[name] = workflow.expression.getSimpleParameterValue(
+				node,
+				value as string,
+				'internal',
+				{ $credentials: credentials } as never,
+				undefined,
+				'',
+			) as string;
+		}
+		return { ...requestOptions, headers };
+	}
+
+	isCredentialUsableByNode(): boolean {
+		return true;
+	}
+
+	async preAuthentication() {
+		return undefined;
+	}
+
+	async runPreAuthentication() {
+		return undefined;
+	}
+
+	async getCredentials(): Promise<never> {
+		throw new Error('not used by these nodes');
+	}
+
+	async getDecrypted(
+		_additionalData: IWorkflowExecuteAdditionalData,
+		_nodeCredentials: INodeCredentialsDetails,
+		type: string,
+	): Promise<ICredentialDataDecryptedObject> {
+		const data = this.credentials[type];
+		if (!data) throw new Error(`No test credentials of type ${type}`);
+		return { ...data };
+	}
+
+	async updateCredentials() {}
+
+	async updateCredentialsOauthTokenData() {}
+
+	getCredentialsProperties() {
+		return [];
+	}
+}
+
+class TestNodeTypes implements INodeTypes {
+	constructor(private readonly types: Record<string, INodeType>) {}
+
+	getByName(type: string): INodeType {
+		return this.getByNameAndVersion(type);
+	}
+
+	getByNameAndVersion(type: string): INodeType {
+		const name = type.replace(`${PACKAGE}.`, '');
+		const nodeType = this.types[name];
+		if (!nodeType) throw new Error(`Unknown node type ${type}`);
+		return nodeType;
+	}
+
+	getKnownTypes() {
+		return {};
+	}
+}
+
+function additionalData(credentials?: HarnessCredentials): IWorkflowExecuteAdditionalData {
+	const helper = new TestCredentialsHelper(
+		credentials ? { imagePackApi: { ...credentials } } : {},
+		{ imagePackApi: new ImagePackApi() },
+	);
+	return {
+		credentialsHelper: helper,
+		executionId: 'test-execution',
+		restApiUrl: 'http://localhost:5678/rest',
+		instanceBaseUrl: 'http://localhost:5678',
+		formWaitingBaseUrl: 'http://localhost:5678/form-waiting',
+		webhookBaseUrl: 'http://localhost:5678/webhook',
+		webhookWaitingBaseUrl: 'http://localhost:5678/webhook-waiting',
+		webhookTestBaseUrl: 'http://localhost:5678/webhook-test',
+		currentNodeParameters: undefined,
+		variables: {},
+		userId: 'test-user',
+	} as unknown as IWorkflowExecuteAdditionalData;
+}
+
+function makeNode(nodeType: INodeType, parameters: INodeParameters, options: { name?: string; continueOnFail?: boolean }): INode {
+	const version = nodeType.description.version;
+	return {
+		id: 'node-under-test',
+		name: options.name ?? nodeType.description.defaults.name ?? nodeType.description.displayName,
+		type: `${PACKAGE}.${nodeType.description.name}`,
+		typeVersion: Array.isArray(version) ? version[version.length - 1] : version,
+		position: [0, 0],
+		parameters,
+		credentials: { imagePackApi: { id: 'cred-1', name: 'Image Pack account' } },
+		onError: options.continueOnFail ? 'continueRegularOutput' : undefined,
+	};
+}
+
+export interface RunNodeOptions {
+	nodeType: INodeType;
+	parameters: INodeParameters;
+	items?: INodeExecutionData[];
+	credentials?: HarnessCredentials;
+	continueOnFail?: boolean;
+	mode?: WorkflowExecuteMode;
+}
+
+/** Runs `execute()` once, as n8n runs a node of a workflow, and returns its output. */
+export async function runNode(options: RunNodeOptions): Promise<INodeExecutionData[][]> {
+	const node = makeNode(options.nodeType, options.parameters, options);
+	const workflow = new Workflow({
+		id: 'test-workflow',
+		nodes: [node],
+		connections: {},
+		active: false,
+		nodeTypes: new TestNodeTypes({ [options.nodeType.description.name]: options.nodeType }),
+	});
+	const items = options.items ?? [{ json: {} }];
+	const runExecutionData: IRunExecutionData = { resultData: { runData: {} } } as IRunExecutionData;
+	const context = new ExecuteContext(
+		workflow,
+		node,
+		additionalData(options.credentials),
+		options.mode ?? 'manual',
+		runExecutionData,
+		0,
+		items,
+		{ main: [items] },
+		{ node, data: { main: [items] }, source: null },
+		[],
+	);
+	const result = await options.nodeType.execute!.call(context);
+	return result as INodeExecutionData[][];
+}
+
+export interface PollOptions {
+	nodeType: INodeType;
+	parameters: INodeParameters;
+	credentials?: HarnessCredentials;
+	/** `trigger` for a timed poll of an active workflow, `manual` for "Fetch Test Event". */
+	mode?: 'trigger' | 'manual';
+	activation?: WorkflowActivateMode;
+	/** The workflow's static data, as n8n keeps it between polls (use the same object to carry it on). */
+	staticData?: IDataObject;
+	nodeName?: string;
+	getPollBudgetMs?: () => number;
+}
+
+/**
+ * A workflow holding a polling node, kept alive between polls the way an active workflow is.
+ * `poll()` runs one poll in a real `PollContext`; `staticData` is the workflow's static data.
+ */
+export class PollingWorkflow {
+	readonly workflow: Workflow;
+
+	readonly node: INode;
+
+	constructor(private readonly options: PollOptions) {
+		this.node = makeNode(options.nodeType, options.parameters, { name: options.nodeName });
+		this.workflow = new Workflow({
+			id: 'test-workflow',
+			nodes: [this.node],
+			connections: {},
+			active: true,
+			nodeTypes: new TestNodeTypes({ [options.nodeType.description.name]: options.nodeType }),
+			staticData: options.staticData ?? {},
+		});
+	}
+
+	/** The static data as n8n would persist it (a JSON round trip, like the database). */
+	serializedStaticData(): IDataObject {
+		return JSON.parse(JSON.stringify(this.workflow.staticData)) as IDataObject;
+	}
+
+	async poll(mode: 'trigger' | 'manual' = this.options.mode ?? 'trigger'): Promise<INodeExecutionData[][] | null> {
+		const context = new PollContext(
+			this.workflow,
+			this.node,
+			additionalData(this.options.credentials),
+			mode,
+			this.options.activation ?? 'init',
+			undefined,
+			undefined,
+			undefined,
+			undefined,
+			undefined,
+			this.options.getPollBudgetMs,
+		);
+		return await this.options.nodeType.poll!.call(context);
+	}
+}
+
+let binaryStoragePath: string | undefined;
+
+/**
+ * Switches n8n's binary data to filesystem mode (as a default n8n 2.x install runs), storing under
+ * `storagePath`. Without it binaries stay in memory as base64, as in n8n's tests.
+ */
+export async function useFilesystemBinaryData(storagePath: string): Promise<void> {
+	if (binaryStoragePath === storagePath) return;
+	const config = Container.get(BinaryDataConfig);
+	config.mode = 'filesystem';
+	config.localStoragePath = storagePath;
+	const service = Container.get(BinaryDataService);
+	await service.init();
+	binaryStoragePath = storagePath;
+}
