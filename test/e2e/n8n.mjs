@@ -1,0 +1,324 @@
+/**
+ * Helpers to run the packed package in a real, pinned n8n (see n8n-install.mjs): pack, make an n8n user
+ * folder with the package installed the way n8n installs community packages, run the n8n CLI, import
+ * credentials and workflows, execute workflows headless, and start an n8n server.
+ *
+ * Everything is plain Node (ESM): no test framework, so the sandbox uses the same functions.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { ensureN8n, installPaths } from './n8n-install.mjs';
+
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const PACKAGE_NAME = 'n8n-nodes-imagepack';
+export const WORKFLOWS_DIR = path.join(REPO_ROOT, 'test', 'e2e', 'workflows');
+
+/** Where the test keeps its temporary folders (removed by `cleanup()` unless KEEP_E2E is set). */
+function tempDir(prefix) {
+	return fs.mkdtempSync(path.join(os.tmpdir(), `imagepack-${prefix}-`));
+}
+
+function log(message) {
+	if (process.env.E2E_QUIET) return;
+	process.stderr.write(`[e2e] ${message}\n`);
+}
+
+/**
+ * Runs a command and collects its output. Rejects only if it cannot be started or times out;
+ * the caller looks at `code`.
+ */
+export function runCommand(command, args, { cwd = REPO_ROOT, env = process.env, timeoutMs = 10 * 60_000, echo = false, input } = {}) {
+	return new Promise((resolve, reject) => {
+		const started = Date.now();
+		const child = spawn(command, args, { cwd, env, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+		let stdout = '';
+		let stderr = '';
+		child.stdout.on('data', (chunk) => {
+			stdout += chunk;
+			if (echo) process.stderr.write(chunk);
+		});
+		child.stderr.on('data', (chunk) => {
+			stderr += chunk;
+			if (echo) process.stderr.write(chunk);
+		});
+		if (input !== undefined) child.stdin.end(input);
+		const timer = setTimeout(() => {
+			child.kill('SIGKILL');
+			reject(new Error(`${command} ${args.join(' ')} timed out after ${timeoutMs} ms\n${stdout}\n${stderr}`));
+		}, timeoutMs);
+		child.on('error', (error) => {
+			clearTimeout(timer);
+			reject(error);
+		});
+		child.on('close', (code, signal) => {
+			clearTimeout(timer);
+			resolve({ code: code ?? signal, stdout, stderr, ms: Date.now() - started });
+		});
+	});
+}
+
+/** `npm run build` (unless build is false), then `npm pack` into a temp folder. Returns the tarball path. */
+export async function packPackage({ build = true, cwd = REPO_ROOT } = {}) {
+	const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+	if (build) {
+		log('npm run build…');
+		const result = await runCommand(npm, ['run', 'build'], { cwd });
+		if (result.code !== 0) throw new Error(`npm run build failed (${result.code}):\n${result.stdout}\n${result.stderr}`);
+	}
+	const destination = tempDir('pack');
+	const result = await runCommand(npm, ['pack', '--json', '--pack-destination', destination, '--ignore-scripts'], { cwd });
+	if (result.code !== 0) throw new Error(`npm pack failed (${result.code}):\n${result.stdout}\n${result.stderr}`);
+	const [info] = JSON.parse(result.stdout.slice(result.stdout.indexOf('[')));
+	const tarball = path.join(destination, info.filename);
+	log(`packed ${info.name}@${info.version}: ${info.entryCount} files, ${info.size} bytes → ${tarball}`);
+	return tarball;
+}
+
+/**
+ * A fresh N8N_USER_FOLDER with the tarball installed as n8n installs a community package: unpacked into
+ * `<folder>/.n8n/nodes/node_modules/<name>`, listed in `<folder>/.n8n/nodes/package.json`.
+ * Returns { dir, n8nDir, packageDir, cleanup }.
+ */
+export async function createUserFolder({ tarball, dir = tempDir('n8n-user') } = {}) {
+	const n8nDir = path.join(dir, '.n8n');
+	const nodesDir = path.join(n8nDir, 'nodes');
+	fs.mkdirSync(path.join(nodesDir, 'node_modules'), { recursive: true });
+	const dependencies = {};
+	let packageDir = null;
+	if (tarball) {
+		const unpack = tempDir('unpack');
+		const result = await runCommand('tar', ['-xzf', tarball, '-C', unpack]);
+		if (result.code !== 0) throw new Error(`tar failed: ${result.stderr}`);
+		const manifest = JSON.parse(fs.readFileSync(path.join(unpack, 'package', 'package.json'), 'utf8'));
+		packageDir = path.join(nodesDir, 'node_modules', manifest.name);
+		fs.mkdirSync(path.dirname(packageDir), { recursive: true });
+		fs.renameSync(path.join(unpack, 'package'), packageDir);
+		fs.rmSync(unpack, { recursive: true, force: true });
+		dependencies[manifest.name] = manifest.version;
+	}
+	fs.writeFileSync(
+		path.join(nodesDir, 'package.json'),
+		JSON.stringify({ name: 'installed-nodes', private: true, dependencies }, null, 2) + '\n',
+	);
+	return {
+		dir,
+		n8nDir,
+		packageDir,
+		cleanup() {
+			if (!process.env.KEEP_E2E) fs.rmSync(dir, { recursive: true, force: true });
+		},
+	};
+}
+
+/** The environment n8n runs with in the tests and the sandbox. */
+export function n8nEnv(userFolder, extra = {}) {
+	const env = { ...process.env };
+	// Nothing from a surrounding `npm run` or from the developer's own n8n setup leaks in.
+	for (const key of Object.keys(env)) if (key.startsWith('npm_') || key.startsWith('N8N_') || key.startsWith('DB_')) delete env[key];
+	return {
+		...env,
+		N8N_USER_FOLDER: userFolder,
+		DB_TYPE: 'sqlite',
+		N8N_DIAGNOSTICS_ENABLED: 'false',
+		N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',
+		N8N_TEMPLATES_ENABLED: 'false',
+		N8N_PERSONALIZATION_ENABLED: 'false',
+		N8N_HIRING_BANNER_ENABLED: 'false',
+		N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS: 'false',
+		N8N_COMMUNITY_PACKAGES_ENABLED: 'true',
+		N8N_LOG_LEVEL: 'warn',
+		N8N_NO_COLOR: 'true',
+		NO_COLOR: '1',
+		...extra,
+	};
+}
+
+/**
+ * Runs `n8n <args>` of the pinned install (installing it first if missing) with Node 24.
+ * Returns { code, stdout, stderr, ms }.
+ */
+export async function n8nCli(args, { userFolder, env = {}, profile = 'default', timeoutMs = 5 * 60_000, echo = false } = {}) {
+	if (!userFolder) throw new Error('n8nCli needs a userFolder');
+	const paths = await ensureN8n(profile);
+	return runCommand(paths.nodeBin, [paths.n8nBin, ...args], {
+		cwd: userFolder,
+		// Commands that run workflows start a task-runner broker: give each its own port.
+		env: n8nEnv(userFolder, { N8N_RUNNERS_BROKER_PORT: String(await freePort()), ...env }),
+		timeoutMs,
+		echo,
+	});
+}
+
+async function n8nCliOk(args, options) {
+	const result = await n8nCli(args, options);
+	if (result.code !== 0) {
+		throw new Error(`n8n ${args.join(' ')} exited with ${result.code} after ${result.ms} ms\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}`);
+	}
+	return result;
+}
+
+function writeTempJson(userFolder, name, value) {
+	const file = path.join(userFolder, `${name}-${Date.now()}-${Math.random().toString(36).slice(2)}.json`);
+	fs.writeFileSync(file, JSON.stringify(value, null, 2));
+	return file;
+}
+
+/**
+ * Imports credentials: one object or an array of { id, name, type, data } (data in plain text; n8n
+ * encrypts it with the user folder's key).
+ */
+export async function importCredential(userFolder, credentials, options = {}) {
+	const list = Array.isArray(credentials) ? credentials : [credentials];
+	const file = writeTempJson(userFolder, 'credentials', list);
+	const result = await n8nCliOk(['import:credentials', `--input=${file}`], { ...options, userFolder });
+	fs.rmSync(file, { force: true });
+	return result;
+}
+
+/** Imports a workflow (object with an explicit `id`, or a path to a JSON file). */
+export async function importWorkflow(userFolder, workflow, options = {}) {
+	const value = typeof workflow === 'string' ? JSON.parse(fs.readFileSync(workflow, 'utf8')) : workflow;
+	if (!value.id) throw new Error('importWorkflow: the workflow needs an explicit id');
+	const file = writeTempJson(userFolder, 'workflow', value);
+	const result = await n8nCliOk(['import:workflow', `--input=${file}`], { ...options, userFolder });
+	fs.rmSync(file, { force: true });
+	return result;
+}
+
+/**
+ * Extracts the run that `n8n execute` prints through its logger at level info: `JSON.stringify(run, null, 2)`,
+ * i.e. a line `{` up to the next line `}` (other log lines come before and after it). On success the
+ * whole IRun is printed; on failure too (after "Execution was NOT successful"). Returns the IRun or null.
+ */
+export function parseRunOutput(stdout) {
+	const lines = stdout.split('\n');
+	for (let start = lines.indexOf('{'); start >= 0; start = lines.indexOf('{', start + 1)) {
+		const end = lines.indexOf('}', start + 1);
+		if (end < 0) break;
+		try {
+			return JSON.parse(lines.slice(start, end + 1).join('\n'));
+		} catch {}
+	}
+	return null;
+}
+
+/**
+ * `n8n execute --id=<id> --rawOutput`: runs the workflow from its Manual Trigger (mode `cli`). Returns
+ * { code, ok, run, resultData, error, stdout, stderr, ms, nodeRuns(name), nodeOutput(name, output?),
+ * nodeError(name) }, where `run` is the IRun n8n printed (null if none) and `ok` means exit code 0 and no
+ * workflow error. n8n prints the run only at log level info, so that is the level used here.
+ */
+export async function executeWorkflow(userFolder, id, options = {}) {
+	const result = await n8nCli(['execute', `--id=${id}`, '--rawOutput'], {
+		...options,
+		env: { N8N_LOG_LEVEL: 'info', ...options.env },
+		userFolder,
+	});
+	const run = parseRunOutput(result.stdout);
+	const resultData = run?.data?.resultData;
+	const runsOf = (name) => resultData?.runData?.[name] ?? [];
+	return {
+		...result,
+		ok: result.code === 0 && !!run && !resultData?.error,
+		run,
+		resultData,
+		error: resultData?.error,
+		nodeRuns: runsOf,
+		nodeOutput: (name, output = 0) => runsOf(name).at(-1)?.data?.main?.[output] ?? [],
+		nodeError: (name) => runsOf(name).at(-1)?.error,
+	};
+}
+
+/** A free TCP port on localhost. */
+export function freePort() {
+	return new Promise((resolve, reject) => {
+		const server = net.createServer();
+		server.unref();
+		server.on('error', reject);
+		server.listen(0, '127.0.0.1', () => {
+			const { port } = server.address();
+			server.close(() => resolve(port));
+		});
+	});
+}
+
+/**
+ * Starts `n8n start` on a port (free one by default) and waits for /healthz. Returns
+ * { url, port, process, logs(), stop() }. stop() sends SIGTERM, then SIGKILL after a grace period.
+ */
+export async function startN8n({ userFolder, port, env = {}, profile = 'default', readyTimeoutMs = 120_000, echo = false } = {}) {
+	if (!userFolder) throw new Error('startN8n needs a userFolder');
+	const paths = await ensureN8n(profile);
+	port ??= await freePort();
+	const url = `http://127.0.0.1:${port}`;
+	const child = spawn(paths.nodeBin, [paths.n8nBin, 'start'], {
+		cwd: userFolder,
+		env: n8nEnv(userFolder, {
+			N8N_PORT: String(port),
+			N8N_LISTEN_ADDRESS: '127.0.0.1',
+			N8N_HOST: 'localhost',
+			N8N_LOG_LEVEL: 'info',
+			// A separate port for the task runners' broker, so that two instances don't collide.
+			N8N_RUNNERS_BROKER_PORT: String(await freePort()),
+			...env,
+		}),
+		stdio: ['ignore', 'pipe', 'pipe'],
+		detached: process.platform !== 'win32',
+	});
+	let output = '';
+	const onData = (chunk) => {
+		output += chunk;
+		if (echo) process.stderr.write(chunk);
+	};
+	child.stdout.on('data', onData);
+	child.stderr.on('data', onData);
+	let exited = null;
+	const exitPromise = new Promise((resolve) => child.on('exit', (code, signal) => resolve((exited = code ?? signal))));
+
+	const started = Date.now();
+	for (;;) {
+		if (exited !== null) throw new Error(`n8n start exited with ${exited} before it was ready:\n${output}`);
+		if (Date.now() - started > readyTimeoutMs) {
+			killTree(child, 'SIGKILL');
+			throw new Error(`n8n did not answer /healthz within ${readyTimeoutMs} ms:\n${output}`);
+		}
+		try {
+			const response = await fetch(`${url}/healthz/readiness`);
+			if (response.ok) break;
+		} catch {}
+		await new Promise((resolve) => setTimeout(resolve, 250));
+	}
+	log(`n8n ready at ${url} after ${Date.now() - started} ms`);
+	return {
+		url,
+		port,
+		process: child,
+		logs: () => output,
+		async stop({ graceMs = 20_000 } = {}) {
+			if (exited !== null) return exited;
+			killTree(child, 'SIGTERM');
+			const timer = setTimeout(() => killTree(child, 'SIGKILL'), graceMs);
+			const code = await exitPromise;
+			clearTimeout(timer);
+			return code;
+		},
+	};
+}
+
+function killTree(child, signal) {
+	try {
+		if (process.platform !== 'win32') process.kill(-child.pid, signal);
+		else child.kill(signal);
+	} catch {
+		try {
+			child.kill(signal);
+		} catch {}
+	}
+}
+
+export { ensureN8n, installPaths };
