@@ -125,12 +125,15 @@ function apiError(ctx: ApiContext, request: ApiRequest, info: ApiErrorInfo, apiK
 	const message = englishMessage(info, request.path);
 	const safe = (text: string) => redact(text, apiKey);
 	const details = { ...info, apiMessage: info.apiMessage && safe(info.apiMessage) };
-	return new NodeApiError(ctx.getNode(), details as unknown as JsonObject, {
+	const error = new NodeApiError(ctx.getNode(), details as unknown as JsonObject, {
 		message: safe(message),
 		description: safe(errorDescription(details, extra)),
 		httpCode: String(info.httpStatus),
 		itemIndex: request.itemIndex,
 	});
+	// Machine-readable facts for Continue On Fail items (see execution.ts).
+	Object.assign(error.context, { code: info.code, httpStatus: info.httpStatus, requestId: info.requestId });
+	return error;
 }
 
 const NETWORK_WORDS: Record<string, string> = {
@@ -152,11 +155,13 @@ function networkError(ctx: ApiContext, request: ApiRequest, code: string | undef
 			? `The Image Pack API could not be reached (${NETWORK_WORDS[code]}): check the Base URL of the credential`
 			: `The connection to the Image Pack API failed (${(code && NETWORK_WORDS[code]) ?? 'network error'})`;
 	const hint = !notSent && request.method !== 'GET' ? request.uncertainOutcomeHint : undefined;
-	return new NodeApiError(ctx.getNode(), { networkError: code ?? 'unknown', httpStatus: 0 } as JsonObject, {
+	const error = new NodeApiError(ctx.getNode(), { networkError: code ?? 'unknown', httpStatus: 0 } as JsonObject, {
 		message: redact(hint ? `${what}. ${hint}` : what, apiKey),
 		description: `${request.method} ${request.path} · network error: ${code ?? 'unknown'}`,
 		itemIndex: request.itemIndex,
 	});
+	Object.assign(error.context, { code: timedOut ? 'timeout' : 'network_error' });
+	return error;
 }
 
 /**

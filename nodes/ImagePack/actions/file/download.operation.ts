@@ -1,0 +1,59 @@
+import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { NodeOperationError } from 'n8n-workflow';
+
+import { asNodeError, errorItem } from '../../shared/execution';
+import { downloadFile, getConnection } from '../../shared/transport';
+
+const show = { resource: ['file'], operation: ['download'] };
+
+export const description: INodeProperties[] = [
+	{
+		displayName: 'File URL',
+		name: 'fileUrl',
+		type: 'string',
+		required: true,
+		default: '',
+		placeholder: '/api/file/abc.png',
+		description:
+			'The file path of a generated image (from Generate’s images list) or of a manifest image (its download_url field), a bare file name, or a full URL on the credential’s host. The signed link it redirects to is fetched without your API key.',
+		displayOptions: { show },
+	},
+	{
+		displayName: 'Put Output File in Field',
+		name: 'binaryPropertyName',
+		type: 'string',
+		required: true,
+		default: 'data',
+		hint: 'The name of the output binary field to put the file in',
+		displayOptions: { show },
+	},
+];
+
+export async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[]> {
+	const connection = await getConnection(this);
+	const output: INodeExecutionData[] = [];
+	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
+		try {
+			const fileUrl = String(this.getNodeParameter('fileUrl', itemIndex, '') ?? '').trim();
+			const property = String(this.getNodeParameter('binaryPropertyName', itemIndex, 'data')).trim();
+			if (!fileUrl) {
+				throw new NodeOperationError(this.getNode(), `Item ${itemIndex}: File URL is empty. Allowed values: an images[].url, a download_url, a file name or a URL on the credential's host`, { itemIndex });
+			}
+			if (!property) {
+				throw new NodeOperationError(this.getNode(), `Item ${itemIndex}: Put Output File in Field is empty`, { itemIndex });
+			}
+			const file = await downloadFile(this, fileUrl, itemIndex, connection);
+			const binary = await this.helpers.prepareBinaryData(file.body as Buffer, file.fileName, file.mimeType);
+			const fileSize = binary.bytes ?? file.contentLength ?? null;
+			output.push({
+				json: { filename: binary.fileName ?? file.fileName, mimeType: binary.mimeType, fileSize },
+				binary: { [property]: binary },
+				pairedItem: { item: itemIndex },
+			});
+		} catch (error) {
+			if (!this.continueOnFail()) throw asNodeError(this, error, itemIndex);
+			output.push(errorItem(error, itemIndex));
+		}
+	}
+	return output;
+}

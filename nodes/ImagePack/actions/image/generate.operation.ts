@@ -1,0 +1,375 @@
+import type {
+	IBinaryData,
+	IDataObject,
+	IExecuteFunctions,
+	INodeExecutionData,
+	INodeProperties,
+} from 'n8n-workflow';
+import { NodeOperationError } from 'n8n-workflow';
+
+import {
+	AUTO_MODEL,
+	DEFAULT_QUALITY,
+	DEFAULT_RATIO,
+	IMAGE_COUNTS,
+	MAX_PROMPT_LENGTH,
+	MODELS,
+	PURPOSE_LABELS,
+	PURPOSES,
+	QUALITIES,
+	describePrice,
+} from '../../shared/catalog';
+import { asNodeError, errorItem, mapWithConcurrency } from '../../shared/execution';
+import { type Connection, GENERATE_TIMEOUT_MS, apiRequest, downloadFile, getConnection } from '../../shared/transport';
+import { type ValidatedGenerate, ValidationIssue, validateGenerate } from '../../shared/validate';
+
+const show = { resource: ['image'], operation: ['generate'] };
+const GPT_MODELS = MODELS.filter((model) => model.usesQuality).map((model) => model.id);
+const MAX_CONCURRENCY = 8;
+
+export const description: INodeProperties[] = [
+	{
+		displayName: 'Prompt',
+		name: 'prompt',
+		type: 'string',
+		typeOptions: { rows: 4 },
+		default: '',
+		placeholder: 'A white sneaker on a marble pedestal, soft studio light',
+		description: `What to generate, up to ${MAX_PROMPT_LENGTH} characters. Optional when reference images are given. Ask for text (brand name, slogan, price) and Auto picks GPT Image 2.`,
+		displayOptions: { show },
+	},
+	{
+		displayName: 'Model',
+		name: 'model',
+		type: 'options',
+		default: AUTO_MODEL,
+		description: 'Image model. Auto picks one per request and does not report which; pick a model to know it.',
+		options: [
+			{
+				name: 'Auto',
+				value: AUTO_MODEL,
+				description: 'Nano Banana 2 by default, GPT Image 2 for text in the image, another model when there are too many references',
+			},
+			...MODELS.map((model) => ({
+				name: model.status === 'Stable' ? model.displayName : `${model.displayName} (${model.status})`,
+				value: model.id,
+				description: describePrice(model),
+			})),
+		],
+		displayOptions: { show },
+	},
+	// One notice per model, generated from the catalog: what it accepts and what it costs.
+	...MODELS.map(
+		(model): INodeProperties => ({
+			displayName: `${model.displayName}: ratios ${model.ratios.join(', ')}; resolutions ${model.resolutions.join(', ')} (default ${model.defaultResolution}); up to ${model.referenceLimit} reference images; ${describePrice(model)}.`,
+			name: `notice_${model.id.replace(/[^a-z0-9]/gi, '_')}`,
+			type: 'notice',
+			default: '',
+			displayOptions: { show: { ...show, model: [model.id] } },
+		}),
+	),
+	{
+		displayName: 'Ratio Name or ID',
+		name: 'ratio',
+		type: 'options',
+		typeOptions: { loadOptionsMethod: 'getRatios', loadOptionsDependsOn: ['model'] },
+		default: DEFAULT_RATIO,
+		description:
+			'Aspect ratio of the images; only the ratios the chosen model supports are listed. Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>.',
+		displayOptions: { show },
+	},
+	{
+		displayName: 'Resolution Name or ID',
+		name: 'resolution',
+		type: 'options',
+		typeOptions: { loadOptionsMethod: 'getResolutions', loadOptionsDependsOn: ['model'] },
+		default: '',
+		description:
+			'Resolution of the images; empty uses the model’s default. Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>.',
+		displayOptions: { show },
+	},
+	{
+		displayName: 'Quality',
+		name: 'quality',
+		type: 'options',
+		default: DEFAULT_QUALITY,
+		description: 'Only GPT models use quality, and it sets their price',
+		options: QUALITIES.map((quality) => ({
+			name: quality.charAt(0).toUpperCase() + quality.slice(1),
+			value: quality,
+		})),
+		displayOptions: { show: { ...show, model: GPT_MODELS } },
+	},
+	{
+		displayName: 'Number of Images',
+		name: 'n',
+		type: 'options',
+		default: 1,
+		description: 'How many images to generate; credits are charged per delivered image',
+		options: IMAGE_COUNTS.map((count) => ({ name: String(count), value: count })),
+		displayOptions: { show },
+	},
+	{
+		displayName: 'Purpose',
+		name: 'purpose',
+		type: 'options',
+		default: 'free',
+		description: 'Which set of e-commerce photography rules is added to the prompt',
+		options: PURPOSES.map((purpose) => ({ value: purpose, ...PURPOSE_LABELS[purpose] })),
+		displayOptions: { show },
+	},
+	{
+		displayName: 'Reference Image IDs',
+		name: 'referenceImageIds',
+		type: 'string',
+		default: '',
+		placeholder: 'img_123, img_456',
+		description:
+			'Images to start from: image IDs (img_…) of an earlier Generate, separated by commas or spaces, or an expression returning a list. To refine the images of a previous Generate node, map its "images" field here.',
+		displayOptions: { show },
+	},
+	{
+		displayName: 'Session ID',
+		name: 'sessionId',
+		type: 'string',
+		default: '',
+		placeholder: 's_123',
+		description: 'Continue an existing session: map the session_id of an earlier Generate. Empty starts a new session.',
+		displayOptions: { show },
+	},
+	{
+		displayName: 'Options',
+		name: 'options',
+		type: 'collection',
+		placeholder: 'Add Option',
+		default: {},
+		displayOptions: { show },
+		options: [
+			{
+				displayName: 'Accept Language',
+				name: 'acceptLanguage',
+				type: 'options',
+				default: 'en',
+				description: 'Language of the warning texts the service returns',
+				options: [
+					{ name: 'English', value: 'en' },
+					{ name: 'Chinese', value: 'zh-CN' },
+				],
+			},
+			{
+				displayName: 'Concurrency',
+				name: 'concurrency',
+				type: 'number',
+				typeOptions: { minValue: 1, maxValue: MAX_CONCURRENCY },
+				default: 1,
+				description: 'How many items are generated at the same time. Output order always follows input order.',
+			},
+			{
+				displayName: 'Download Images',
+				name: 'downloadImages',
+				type: 'boolean',
+				default: true,
+				description: 'Whether to attach the generated images as binary data (image_0, image_1, …)',
+			},
+			{
+				displayName: 'Max Credits per Item',
+				name: 'maxCreditsPerItem',
+				type: 'number',
+				typeOptions: { minValue: 0 },
+				default: 0,
+				description: 'Refuse to send an item whose estimated credits exceed this (0 = no limit). For Auto the estimate is the highest price Auto may pick.',
+			},
+			{
+				displayName: 'One Item per Image',
+				name: 'splitImages',
+				type: 'boolean',
+				default: false,
+				description: 'Whether to output one item per generated image (binary under "data") instead of one item per request',
+			},
+			{
+				displayName: 'Timeout (Seconds)',
+				name: 'timeoutSeconds',
+				type: 'number',
+				typeOptions: { minValue: 10 },
+				default: 330, // GENERATE_TIMEOUT_MS in seconds; the lint rule wants a literal here
+				description: 'How long to wait for a generation. The service may take up to 5 minutes, so keep this above 300.',
+			},
+		],
+	},
+];
+
+interface GenerateOptions {
+	acceptLanguage?: string;
+	concurrency?: number;
+	downloadImages?: boolean;
+	maxCreditsPerItem?: number;
+	splitImages?: boolean;
+	timeoutSeconds?: number;
+}
+
+interface GeneratedImage {
+	id: string;
+	filename: string;
+	url: string;
+	width: number;
+	height: number;
+}
+
+interface GenerateResponse extends IDataObject {
+	turn_id: string;
+	session_id: string;
+	warnings: IDataObject[];
+	images: GeneratedImage[];
+}
+
+type Plan = { ok: true; request: ValidatedGenerate; options: GenerateOptions } | { ok: false; error: Error };
+
+function planItem(ctx: IExecuteFunctions, itemIndex: number): { request: ValidatedGenerate; options: GenerateOptions } {
+	const options = ctx.getNodeParameter('options', itemIndex, {}) as GenerateOptions;
+	try {
+		const request = validateGenerate({
+			prompt: ctx.getNodeParameter('prompt', itemIndex, '') as string,
+			referenceImageIds: ctx.getNodeParameter('referenceImageIds', itemIndex, '') as unknown,
+			model: ctx.getNodeParameter('model', itemIndex, AUTO_MODEL) as string,
+			ratio: ctx.getNodeParameter('ratio', itemIndex, DEFAULT_RATIO) as string,
+			resolution: ctx.getNodeParameter('resolution', itemIndex, '') as string,
+			quality: ctx.getNodeParameter('quality', itemIndex, '') as string,
+			n: ctx.getNodeParameter('n', itemIndex, 1) as number,
+			purpose: ctx.getNodeParameter('purpose', itemIndex, 'free') as string,
+			sessionId: ctx.getNodeParameter('sessionId', itemIndex, '') as string,
+			maxCreditsPerItem: options.maxCreditsPerItem,
+		});
+		return { request, options };
+	} catch (error) {
+		if (!(error instanceof ValidationIssue)) throw asNodeError(ctx, error, itemIndex);
+		const failure = new NodeOperationError(ctx.getNode(), `Item ${itemIndex}: ${error.message}`, {
+			itemIndex,
+			description: `Parameter "${error.parameter}" of item ${itemIndex}. Nothing was sent and no credits were used.`,
+		});
+		Object.assign(failure.context, { code: 'invalid_parameter', parameter: error.parameter });
+		throw failure;
+	}
+}
+
+function uncertainHint(sessionId?: string): string {
+	const where = sessionId ? `session ${sessionId}` : 'the newest "API generation" session';
+	return `The generation may have run and may have been charged: check ${where} on the website before running it again`;
+}
+
+async function generateOne(
+	ctx: IExecuteFunctions,
+	itemIndex: number,
+	{ request, options }: { request: ValidatedGenerate; options: GenerateOptions },
+	connection: Connection,
+): Promise<INodeExecutionData[]> {
+	const response = await apiRequest<GenerateResponse>(
+		ctx,
+		{
+			method: 'POST',
+			path: '/api/v1/generate',
+			body: request.body as unknown as IDataObject,
+			headers: { 'Accept-Language': options.acceptLanguage ?? 'en' },
+			timeoutMs: (options.timeoutSeconds ?? GENERATE_TIMEOUT_MS / 1000) * 1000,
+			itemIndex,
+			uncertainOutcomeHint: uncertainHint(request.body.session_id),
+		},
+		connection,
+	);
+	const result: IDataObject = {
+		...response.body,
+		request_id: response.requestId ?? null,
+		credits_estimated: request.creditsEstimated,
+	};
+	const images = Array.isArray(response.body.images) ? response.body.images : [];
+	const warnings = Array.isArray(response.body.warnings) ? response.body.warnings : [];
+	if (warnings.length && typeof ctx.addExecutionHints === 'function') {
+		ctx.addExecutionHints(
+			...warnings.map((warning) => ({
+				message: `Item ${itemIndex}: ${String(warning.type)} ${String(warning.feature)}: ${String(warning.details ?? '')}`,
+				location: 'outputPane' as const,
+			})),
+		);
+	}
+
+	// The images are paid for: a failed download is reported on the item, never thrown.
+	const binaries: Array<IBinaryData | undefined> = [];
+	const downloadErrors: IDataObject[] = [];
+	if (options.downloadImages ?? true) {
+		for (const [index, image] of images.entries()) {
+			try {
+				const file = await downloadFile(ctx, image.url, itemIndex, connection);
+				binaries[index] = await ctx.helpers.prepareBinaryData(
+					file.body as Buffer,
+					image.filename || file.fileName,
+					file.mimeType,
+				);
+			} catch (error) {
+				downloadErrors.push({ index, url: image.url, error: (error as Error).message });
+			}
+		}
+	}
+	if (downloadErrors.length) result.download_errors = downloadErrors;
+
+	if (options.splitImages) {
+		const shared = { ...result };
+		delete shared.images;
+		return images.map((image, index) => ({
+			json: { ...shared, image: image as unknown as IDataObject, image_index: index },
+			binary: binaries[index] ? { data: binaries[index]! } : undefined,
+			pairedItem: { item: itemIndex },
+		}));
+	}
+	const binary: Record<string, IBinaryData> = {};
+	binaries.forEach((data, index) => {
+		if (data) binary[`image_${index}`] = data;
+	});
+	return [{ json: result, binary: Object.keys(binary).length ? binary : undefined, pairedItem: { item: itemIndex } }];
+}
+
+/**
+ * Every item is validated before the first request, so a bad row in a batch costs nothing and
+ * stops nothing half-way. Requests then run with bounded concurrency, output in input order.
+ */
+export async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[]> {
+	const continueOnFail = this.continueOnFail();
+	const connection = await getConnection(this);
+	const plans: Plan[] = items.map((_item, itemIndex) => {
+		try {
+			return { ok: true, ...planItem(this, itemIndex) };
+		} catch (error) {
+			if (!continueOnFail) throw asNodeError(this, error, itemIndex);
+			return { ok: false, error: error as Error };
+		}
+	});
+	const requested = Number((this.getNodeParameter('options', 0, {}) as GenerateOptions).concurrency ?? 1);
+	const concurrency = Math.min(MAX_CONCURRENCY, Math.max(1, Math.floor(requested) || 1));
+
+	const charged: string[] = [];
+	try {
+		const outputs = await mapWithConcurrency(plans, concurrency, async (plan, itemIndex) => {
+			if (!plan.ok) return [errorItem(plan.error, itemIndex)];
+			try {
+				const output = await generateOne(this, itemIndex, plan, connection);
+				charged.push(String(output[0]?.json.turn_id ?? ''));
+				return output;
+			} catch (error) {
+				if (continueOnFail) return [errorItem(error, itemIndex)];
+				throw asNodeError(this, error, itemIndex);
+			}
+		});
+		return outputs.flat();
+	} catch (error) {
+		// Without Continue On Fail n8n drops this run's output; say what was already paid for.
+		const paid = charged.filter(Boolean);
+		const failure = asNodeError(this, error);
+		if (paid.length) {
+			failure.description = [
+				failure.description,
+				`Generated and charged before this error, not in the output: ${paid.join(', ')}. Set the node's On Error setting to "Continue" so one failing item does not discard the others.`,
+			]
+				.filter(Boolean)
+				.join(' · ');
+		}
+		throw failure;
+	}
+}

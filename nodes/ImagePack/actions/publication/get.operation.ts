@@ -1,0 +1,101 @@
+import type { IBinaryData, IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { NodeOperationError } from 'n8n-workflow';
+
+import { asNodeError, errorItem } from '../../shared/execution';
+import { normalizeManifest } from '../../shared/manifest';
+import { type Connection, apiRequest, downloadFile, getConnection } from '../../shared/transport';
+
+const show = { resource: ['publication'], operation: ['get'] };
+
+export const description: INodeProperties[] = [
+	{
+		displayName: 'Publication ID',
+		name: 'publicationId',
+		type: 'string',
+		required: true,
+		default: '',
+		placeholder: '12345',
+		description: 'The numeric ID of the publication record, as emitted by the Image Pack Trigger',
+		displayOptions: { show },
+	},
+	{
+		displayName: 'Options',
+		name: 'options',
+		type: 'collection',
+		placeholder: 'Add Option',
+		default: {},
+		displayOptions: { show },
+		options: [
+			{
+				displayName: 'Download Images',
+				name: 'downloadImages',
+				type: 'boolean',
+				default: false,
+				description:
+					'Whether to attach every downloadable image of the manifest as binary data (image_0, image_1, … in manifest order). Images the seller deleted are listed, never fetched.',
+			},
+		],
+	},
+];
+
+/** Reads the record id of an item; rejects anything but a positive integer before sending. */
+export function publicationIdOf(ctx: IExecuteFunctions, itemIndex: number): number {
+	const raw = ctx.getNodeParameter('publicationId', itemIndex, '') as string | number;
+	const text = String(raw).trim();
+	if (!/^\d+$/.test(text) || Number(text) < 1 || !Number.isSafeInteger(Number(text))) {
+		throw new NodeOperationError(
+			ctx.getNode(),
+			`Item ${itemIndex}: Publication ID "${text}" is not a publication record id. Allowed values: a positive whole number, such as the "id" of an Image Pack Trigger item`,
+			{ itemIndex },
+		);
+	}
+	return Number(text);
+}
+
+/** The detail record untouched, plus `normalized` and (optionally) the images as binaries. */
+export async function fetchPublication(
+	ctx: IExecuteFunctions,
+	id: number,
+	itemIndex: number,
+	downloadImages: boolean,
+	connection: Connection,
+): Promise<INodeExecutionData> {
+	const { body } = await apiRequest<IDataObject>(
+		ctx,
+		{ method: 'GET', path: `/api/v1/image-pack-publications/${id}`, itemIndex },
+		connection,
+	);
+	const normalized = normalizeManifest(body.manifest);
+	const binary: Record<string, IBinaryData> = {};
+	const images = normalized.images.map((image) => ({ ...image, binaryProperty: null as string | null }));
+	if (downloadImages) {
+		for (const image of images) {
+			if (!image.download_url) continue;
+			const key = `image_${Object.keys(binary).length}`;
+			const file = await downloadFile(ctx, image.download_url, itemIndex, connection);
+			binary[key] = await ctx.helpers.prepareBinaryData(file.body as Buffer, file.fileName, file.mimeType);
+			image.binaryProperty = key;
+		}
+	}
+	return {
+		json: { ...body, normalized: { ...normalized, images } as unknown as IDataObject },
+		binary: Object.keys(binary).length ? binary : undefined,
+		pairedItem: { item: itemIndex },
+	};
+}
+
+export async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[]> {
+	const connection = await getConnection(this);
+	const output: INodeExecutionData[] = [];
+	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
+		try {
+			const id = publicationIdOf(this, itemIndex);
+			const { downloadImages = false } = this.getNodeParameter('options', itemIndex, {}) as { downloadImages?: boolean };
+			output.push(await fetchPublication(this, id, itemIndex, downloadImages, connection));
+		} catch (error) {
+			if (!this.continueOnFail()) throw asNodeError(this, error, itemIndex);
+			output.push(errorItem(error, itemIndex));
+		}
+	}
+	return output;
+}

@@ -1,0 +1,64 @@
+/** Per-item execution helpers shared by the operations. */
+import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+import { NodeApiError, NodeOperationError } from 'n8n-workflow';
+
+/**
+ * Runs `worker` over `inputs` with at most `limit` in flight; results keep the input order. After the
+ * first failure no new work starts (work in flight finishes), then that failure is thrown.
+ */
+export async function mapWithConcurrency<T, R>(
+	inputs: readonly T[],
+	limit: number,
+	worker: (input: T, index: number) => Promise<R>,
+): Promise<R[]> {
+	const results = new Array<R>(inputs.length);
+	let next = 0;
+	let failure: { error: unknown } | undefined;
+	const lane = async () => {
+		while (!failure && next < inputs.length) {
+			const index = next++;
+			try {
+				results[index] = await worker(inputs[index], index);
+			} catch (error) {
+				failure ??= { error };
+			}
+		}
+	};
+	await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, inputs.length)) }, lane));
+	if (failure) throw failure.error;
+	return results;
+}
+
+/** What the API told us about a failure, kept on the error's context by the transport. */
+export interface ErrorFacts {
+	code: string | null;
+	httpStatus: number | null;
+	requestId: string | null;
+}
+
+export function errorFacts(error: unknown): ErrorFacts {
+	const context = ((error as { context?: IDataObject }).context ?? {}) as IDataObject;
+	return {
+		code: typeof context.code === 'string' ? context.code : null,
+		httpStatus: typeof context.httpStatus === 'number' && context.httpStatus > 0 ? context.httpStatus : null,
+		requestId: typeof context.requestId === 'string' ? context.requestId : null,
+	};
+}
+
+/** The output item of a failed input item under Continue On Fail. */
+export function errorItem(error: unknown, itemIndex: number): INodeExecutionData {
+	return {
+		json: { error: (error as Error).message, ...errorFacts(error) },
+		pairedItem: { item: itemIndex },
+	};
+}
+
+/** n8n errors pass through as they are; anything unexpected is wrapped with the item it belongs to. */
+export function asNodeError(
+	ctx: IExecuteFunctions,
+	error: unknown,
+	itemIndex?: number,
+): NodeApiError | NodeOperationError {
+	if (error instanceof NodeApiError || error instanceof NodeOperationError) return error;
+	return new NodeOperationError(ctx.getNode(), error as Error, { itemIndex });
+}
