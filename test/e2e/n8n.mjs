@@ -6,6 +6,7 @@
  * Everything is plain Node (ESM): no test framework, so the sandbox uses the same functions.
  */
 import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -232,6 +233,75 @@ export async function executeWorkflow(userFolder, id, options = {}) {
 		nodeOutput: (name, output = 0) => runsOf(name).at(-1)?.data?.main?.[output] ?? [],
 		nodeError: (name) => runsOf(name).at(-1)?.error,
 	};
+}
+
+/**
+ * Marks a workflow as published (n8n 2.x's word for active) in the database: `n8n publish:workflow`.
+ * A running n8n does not notice; the workflow is activated when n8n (re)starts.
+ */
+export async function publishWorkflow(userFolder, id, options = {}) {
+	return n8nCliOk(['publish:workflow', `--id=${id}`], { ...options, userFolder });
+}
+
+/**
+ * Runs SQL against the user folder's n8n database (`.n8n/database.sqlite`) with the sqlite3 driver of the
+ * pinned n8n, under its Node (works while n8n runs: sqlite allows readers beside the writer).
+ * Returns the rows.
+ */
+export async function querySqlite(userFolder, sql, params = [], { profile = 'default' } = {}) {
+	const paths = await ensureN8n(profile);
+	const script = `
+		const sqlite3 = require('sqlite3');
+		const [file, sql, params] = JSON.parse(process.argv[1]);
+		const db = new sqlite3.Database(file, sqlite3.OPEN_READWRITE, (error) => {
+			if (error) { console.error(error.message); process.exit(2); }
+			db.configure('busyTimeout', 10000);
+			db.all(sql, params, (error, rows) => {
+				if (error) { console.error(error.message); process.exit(3); }
+				process.stdout.write(JSON.stringify(rows));
+				db.close();
+			});
+		});`;
+	const file = path.join(userFolder, '.n8n', 'database.sqlite');
+	const result = await runCommand(paths.nodeBin, ['-e', script, JSON.stringify([file, sql, params])], {
+		cwd: paths.dir,
+		timeoutMs: 60_000,
+	});
+	if (result.code !== 0) throw new Error(`sqlite query failed (${result.code}): ${result.stderr}\n${sql}`);
+	return JSON.parse(result.stdout);
+}
+
+/** The workflow's static data as n8n saved it (null when none). */
+export async function readStaticData(userFolder, workflowId, options) {
+	const [row] = await querySqlite(userFolder, 'SELECT staticData FROM workflow_entity WHERE id = ?', [workflowId], options);
+	if (!row) throw new Error(`No workflow ${workflowId}`);
+	return row.staticData ? JSON.parse(row.staticData) : null;
+}
+
+/**
+ * The workflow's finished executions, oldest first: { id, mode, status, startedAt, stoppedAt, run } where
+ * `run` is the IRun-like { resultData, ... } (n8n stores it "flatted"; parsed with n8n's own flatted).
+ */
+export async function readExecutions(userFolder, workflowId, options = {}) {
+	const rows = await querySqlite(
+		userFolder,
+		`SELECT e.id, e.mode, e.status, e.startedAt, e.stoppedAt, d.data
+		   FROM execution_entity e LEFT JOIN execution_data d ON d.executionId = e.id
+		  WHERE e.workflowId = ? ORDER BY e.id`,
+		[workflowId],
+		options,
+	);
+	const paths = installPaths(options.profile);
+	const { parse } = createRequire(path.join(paths.dir, 'package.json'))('flatted');
+	return rows.map(({ data, ...row }) => {
+		const run = data ? parse(data) : null;
+		const runData = run?.resultData?.runData ?? {};
+		return {
+			...row,
+			run,
+			nodeOutput: (name, output = 0) => runData[name]?.at(-1)?.data?.main?.[output] ?? [],
+		};
+	});
 }
 
 /** A free TCP port on localhost. */
