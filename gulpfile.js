@@ -2,7 +2,9 @@
  * Orchestration of the things that are not a plain compile: the emulator, the end-to-end suite in a
  * real n8n, the sandbox, the benchmarks and the verification scan. `n8n-node build` does the build.
  */
-const { spawn } = require('node:child_process');
+const { execFileSync, spawn } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
 
 /** Runs a command, inheriting stdio; rejects on a non-zero exit. */
 function run(command, args, options = {}) {
@@ -19,4 +21,31 @@ function emulator() {
 	return run(process.execPath, ['--import', 'tsx', 'test/emulator/cli.mjs', ...process.argv.slice(3)]);
 }
 
-module.exports = { emulator, run };
+/**
+ * The packed package in a real, pinned n8n (installed once into ~/.cache, see test/e2e/n8n-install.mjs),
+ * workflows executed against the emulator. `npm run test:e2e -- --test-name-pattern=generate` filters.
+ */
+async function e2e() {
+	const dir = path.join('test', 'e2e');
+	// Install n8n (first run only) and build + pack once, with plain progress output, then the suites.
+	const tarball = execFileSync(process.execPath, [path.join(dir, 'prepare.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] })
+		.toString()
+		.trim()
+		.split('\n')
+		.pop();
+	const files = fs.readdirSync(dir).filter((name) => name.endsWith('.test.mjs')).map((name) => path.join(dir, name));
+	const env = { ...process.env, IMAGEPACK_TARBALL: tarball };
+	return run(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', ...process.argv.slice(3), ...files], { env });
+}
+
+/** Emulator + the pinned n8n with this package, a ready credential and the example workflows. */
+function sandbox() {
+	return run(process.execPath, ['--import', 'tsx', 'test/e2e/sandbox.mjs', ...process.argv.slice(3)]);
+}
+
+/** Packs the package and runs n8n's verification scanner logic on the tarball. */
+function scan() {
+	return run('npm', ['run', 'build']).then(() => run(process.execPath, ['test/scan/scan.mjs']));
+}
+
+module.exports = { emulator, e2e, sandbox, scan, run };
