@@ -1,14 +1,16 @@
 /**
  * Packs the package as npm would publish it, checks the tarball holds only what n8n needs, and runs
- * n8n's verification scanner logic (`analyzePackage` of @n8n/scan-community-package) on it.
- * The scanner's provenance check needs a package published with npm provenance; it cannot run here.
+ * n8n's verification scanner logic (`analyzePackage` of @n8n/scan-community-package) the way its
+ * `analyzePackageByName` does: the source checkout with SOURCE_FILE_PATTERNS and the unpacked tarball
+ * with its compiled `.js` and package.json. Offline, the source leg lints this checkout instead of the
+ * commit named by npm provenance; the provenance check itself needs a published package.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { analyzePackage } from '@n8n/scan-community-package/scanner/scanner.mjs';
+import { SOURCE_FILE_PATTERNS, analyzePackage } from '@n8n/scan-community-package/scanner/scanner.mjs';
 
 const root = new URL('../..', import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), 'imagepack-scan-'));
@@ -25,12 +27,17 @@ try {
 	}
 	const unpacked = join(work, 'package');
 	execFileSync('tar', ['-xzf', join(work, filename), '-C', work]);
-	const result = await analyzePackage(unpacked);
-	if (!result.passed) {
-		console.error(result.message, result.details ?? '');
-		process.exitCode = 1;
-	} else {
-		console.log(`verification scanner (analyzePackage): passed on ${readdirSync(unpacked).join(', ')}`);
+	const legs = [
+		['source (this checkout)', await analyzePackage(root, SOURCE_FILE_PATTERNS)],
+		['tarball', await analyzePackage(unpacked, ['**/*.js', 'package.json'])],
+	];
+	for (const [leg, result] of legs) {
+		if (result.passed) {
+			console.log(`verification scanner, ${leg}: passed`);
+		} else {
+			console.error(`verification scanner, ${leg}: ${result.message}\n${result.details ?? ''}`);
+			process.exitCode = 1;
+		}
 	}
 } finally {
 	rmSync(work, { recursive: true, force: true });
