@@ -35,7 +35,7 @@ async function e2e() {
 		.pop();
 	const files = fs.readdirSync(dir).filter((name) => name.endsWith('.test.mjs')).map((name) => path.join(dir, name));
 	const env = { ...process.env, IMAGEPACK_TARBALL: tarball };
-	return run(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', ...process.argv.slice(3), ...files], { env });
+	return run(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...process.argv.slice(3), ...files], { env });
 }
 
 /** Emulator + the pinned n8n with this package, a ready credential and the example workflows. */

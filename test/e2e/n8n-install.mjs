@@ -27,10 +27,12 @@ import { fileURLToPath } from 'node:url';
 
 export const PROFILES = {
 	// The version the package is developed and tested against.
-	default: { n8n: '2.41.1', node: '24.21.0', overrides: { linkedom: '0.18.12' } },
+	default: { n8n: '2.41.1', node: '24.21.0', overrides: { linkedom: '0.18.12' }, env: {} },
 	// The newest n8n 1.x; runs on this machine's Node (20). Its nodes-base wants xlsx from a tarball URL
-	// outside the npm registry (unreachable here): the registry's last xlsx stands in for it.
-	v1: { n8n: '1.123.81', node: null, overrides: { xlsx: '0.18.5' } },
+	// outside the npm registry (unreachable here): the registry's last xlsx stands in for it. Its default
+	// expression engine runs in isolated-vm, which ships prebuilds for Node 22 and 24 only (none for
+	// Node 20's ABI 115, and it does not build here): n8n's `legacy` engine is used instead.
+	v1: { n8n: '1.123.81', node: null, overrides: { xlsx: '0.18.5' }, env: { N8N_EXPRESSION_ENGINE: 'legacy' } },
 };
 
 const MARKER = '.imagepack-install.json';

@@ -149,7 +149,7 @@ export async function n8nCli(args, { userFolder, env = {}, profile = 'default', 
 	return runCommand(paths.nodeBin, [paths.n8nBin, ...args], {
 		cwd: userFolder,
 		// Commands that run workflows start a task-runner broker: give each its own port.
-		env: n8nEnv(userFolder, { N8N_RUNNERS_BROKER_PORT: String(await freePort()), ...env }),
+		env: n8nEnv(userFolder, { N8N_RUNNERS_BROKER_PORT: String(await freePort()), ...paths.profile.env, ...env }),
 		timeoutMs,
 		echo,
 	});
@@ -335,6 +335,7 @@ export async function startN8n({ userFolder, port, env = {}, profile = 'default'
 			N8N_LOG_LEVEL: 'info',
 			// A separate port for the task runners' broker, so that two instances don't collide.
 			N8N_RUNNERS_BROKER_PORT: String(await freePort()),
+			...paths.profile.env,
 			...env,
 		}),
 		stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,17 @@
+#!/usr/bin/env node
+/**
+ * Run once before the end-to-end tests (gulp e2e): installs the pinned n8n if it is not cached yet, then
+ * builds and packs the package. Progress goes to stderr; the last stdout line is the tarball path.
+ *
+ *   node test/e2e/prepare.mjs [--no-build] [--profile=v1 …]
+ */
+import { ensureN8n } from './n8n-install.mjs';
+import { packPackage } from './n8n.mjs';
+
+const args = process.argv.slice(2);
+const profiles = ['default', ...args.filter((a) => a.startsWith('--profile=')).map((a) => a.split('=')[1])];
+const started = Date.now();
+for (const profile of profiles) await ensureN8n(profile);
+const tarball = await packPackage({ build: !args.includes('--no-build') });
+process.stderr.write(`[e2e] prepared in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+console.log(tarball);
