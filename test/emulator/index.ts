@@ -29,6 +29,8 @@ export interface EmulatorOptions {
 	apiKey?: string;
 	/** Id of the default account; default 'acc_default'. */
 	accountId?: string;
+	/** Request-log entries kept (oldest dropped first); default 100,000. */
+	requestLogLimit?: number;
 }
 
 export interface Emulator {
@@ -54,6 +56,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
 		defaultCredits: options.defaultCredits ?? 1_000_000,
 		apiKey: options.apiKey ?? DEFAULT_API_KEY,
 		accountId: options.accountId ?? DEFAULT_ACCOUNT_ID,
+		requestLogLimit: options.requestLogLimit ?? 100_000,
 	};
 	const runtime: Runtime = { state: new EmulatorState(stateOptions), fileBaseUrl: '', abort: new AbortController() };
 

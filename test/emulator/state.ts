@@ -191,6 +191,8 @@ export interface StateOptions {
 	defaultCredits: number;
 	apiKey: string;
 	accountId: string;
+	/** Newest request-log entries kept (default 100,000). */
+	requestLogLimit: number;
 }
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
@@ -524,6 +526,9 @@ export class EmulatorState {
 			at: this.now(),
 		};
 		this.requestLog.push(full);
+		// Long benchmark runs must not grow memory without bound: keep the newest entries.
+		const limit = this.options.requestLogLimit;
+		if (this.requestLog.length > limit + Math.ceil(limit / 10)) this.requestLog.splice(0, this.requestLog.length - limit);
 		return full;
 	}
 }
