@@ -5,7 +5,7 @@
  * instance (database, credential storage, UI) are replaced by the small in-memory parts below.
  */
 import { Container } from '@n8n/di';
-import { BinaryDataConfig, BinaryDataService, ExecuteContext, PollContext } from 'n8n-core';
+import { BinaryDataConfig, BinaryDataService, ExecuteContext, PollContext, RoutingNode } from 'n8n-core';
 import type {
 	ICredentialDataDecryptedObject,
 	ICredentialType,
@@ -18,6 +18,7 @@ import type {
 	INodeType,
 	INodeTypes,
 	IRunExecutionData,
+	INodeCredentialTestResult,
 	IWorkflowExecuteAdditionalData,
 	WorkflowActivateMode,
 	WorkflowExecuteMode,
@@ -267,4 +268,74 @@ export async function useFilesystemBinaryData(storagePath: string): Promise<void
 	const service = Container.get(BinaryDataService);
 	await service.init();
 	binaryStoragePath = storagePath;
+}
+
+/**
+ * Runs the credential's declarative test as n8n's CredentialsTester does (packages/cli,
+ * credentials-tester.service.ts): the test request goes through a RoutingNode of a throw-away node,
+ * failures map through the `responseCode` rules, network failures report their code.
+ */
+export async function runCredentialTest(credentials: HarnessCredentials): Promise<INodeCredentialTestResult> {
+	const credentialType = new ImagePackApi();
+	const testRequest = credentialType.test;
+	const nodeType: INodeType = {
+		description: {
+			displayName: 'Temp',
+			name: 'temp',
+			group: ['transform'],
+			version: 1,
+			description: '',
+			defaults: {},
+			inputs: [],
+			outputs: [],
+			credentials: [{ name: credentialType.name, required: true }],
+			properties: [
+				{ displayName: 'Temp', name: 'temp', type: 'string', routing: { request: testRequest.request }, default: '' },
+			],
+		},
+	};
+	const node: INode = {
+		id: 'temp',
+		name: 'Temp-Node',
+		type: `${PACKAGE}.temp`,
+		typeVersion: 1,
+		position: [0, 0],
+		parameters: {},
+		credentials: { [credentialType.name]: { id: 'cred-1', name: 'test' } },
+	};
+	const workflow = new Workflow({
+		nodes: [node],
+		connections: {},
+		active: false,
+		nodeTypes: new TestNodeTypes({ temp: nodeType }),
+	});
+	const items = [{ json: {} }];
+	const context = new ExecuteContext(
+		workflow,
+		node,
+		additionalData(credentials),
+		'internal',
+		{ resultData: { runData: {} } } as IRunExecutionData,
+		0,
+		[],
+		{ main: [items] },
+		{ node, data: {}, source: null },
+		[],
+	);
+	const decrypted = { id: 'cred-1', name: 'test', type: credentialType.name, data: { ...credentials } };
+	try {
+		await new RoutingNode(context, nodeType, decrypted).runNode();
+	} catch (error) {
+		const cause = (error as { cause?: { response?: { status: number; statusText?: string }; code?: string } }).cause;
+		if (cause?.response) {
+			const rule = testRequest.rules?.find(
+				(candidate) => candidate.type === 'responseCode' && candidate.properties.value === cause.response!.status,
+			);
+			if (rule) return { status: 'Error', message: (rule.properties as { message: string }).message };
+			return { status: 'Error', message: cause.response.statusText || `Received HTTP status code: ${cause.response.status}` };
+		}
+		if (cause?.code) return { status: 'Error', message: cause.code };
+		return { status: 'Error', message: (error as Error).message };
+	}
+	return { status: 'OK', message: 'Connection successful!' };
 }
