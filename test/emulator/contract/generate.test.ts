@@ -438,3 +438,9 @@ describe('§4.1 billing rules', () => {
 		for (let i = 0; i < 11; i++) expect((await generate(emu(), big)).status).toBe(200); // default account: 1 year old
 	});
 });
+
+test('null is a value, not an absent field', async () => {
+	expectError(await generate(emu(), { prompt: 'a cup', session_id: null }), 400, 'invalid_session_id');
+	expectError(await generate(emu(), { prompt: 'a cup', ratio: null }), 400, 'invalid_ratio');
+	expectError(await generate(emu(), { prompt: 'a cup', model: null }), 400, 'invalid_model');
+});
