@@ -164,14 +164,84 @@ function networkError(ctx: ApiContext, request: ApiRequest, code: string | undef
 	return error;
 }
 
+async function readBodyText(body: unknown): Promise<string> {
+	if (typeof body === 'string') return body;
+	if (body === undefined || body === null) return '';
+	if (body instanceof Buffer) return body.toString('utf8');
+	if (typeof (body as AsyncIterable<unknown>)[Symbol.asyncIterator] !== 'function') return JSON.stringify(body);
+	const chunks: Buffer[] = [];
+	let size = 0;
+	// Error bodies are small; never read more than 64 KiB of one.
+	for await (const chunk of body as AsyncIterable<Buffer | string>) {
+		const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+		chunks.push(buffer);
+		size += buffer.length;
+		if (size > 64 * 1024) break;
+	}
+	return Buffer.concat(chunks).toString('utf8');
+}
+
+interface Sending {
+	request: ApiRequest;
+	apiKey: string;
+	/** With the credential (API host) or without (signed links on the file host). */
+	authenticated: boolean;
+}
+
 /**
- * Sends one API request and returns its parsed JSON body.
- *
- * Retries: `429 rate_limited` is retried after Retry-After (bounded) for every request, since the
- * service did no work. Idempotent GETs are also retried on 502/503/504 and connection errors.
- * A POST is otherwise retried only when the connection was refused, i.e. nothing was sent: a
- * generation is never sent twice when it may have run.
+ * Sends one request with the retry policy and returns the first response below 400. Every retry rule
+ * lives here: `429 rate_limited` is retried after Retry-After (bounded) for every request, since the
+ * service did no work; idempotent GETs are also retried on 502/503/504 and connection errors; a POST
+ * is otherwise retried only when the connection was refused, i.e. nothing was sent. A generation is
+ * never sent twice when it may have run.
  */
+async function send(ctx: ApiContext, options: IHttpRequestOptions, { request, apiKey, authenticated }: Sending) {
+	const idempotent = request.method === 'GET';
+	for (let attempt = 1; ; attempt++) {
+		let response: IN8nHttpFullResponse;
+		try {
+			const sent = { ...options, returnFullResponse: true, ignoreHttpStatusErrors: true };
+			response = (await (authenticated
+				? ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_TYPE, sent)
+				: // Deliberately the unauthenticated helper: a signed link must never receive the key.
+					ctx.helpers.httpRequest(sent))) as IN8nHttpFullResponse;
+		} catch (error) {
+			const code = networkErrorCode(error);
+			const retryable = code !== undefined && TRANSIENT_CODES.has(code);
+			const safeToRepeat = idempotent || (code !== undefined && NOT_SENT_CODES.has(code));
+			if (retryable && safeToRepeat && attempt <= retryPolicy.transientRetries) {
+				await sleep(backoff(attempt));
+				continue;
+			}
+			throw networkError(ctx, request, code, apiKey);
+		}
+
+		const status = response.statusCode;
+		if (status < 400) return response;
+
+		const requestId = headerValue(response.headers, 'x-request-id');
+		const info = parseErrorBody(status, await readBodyText(response.body), requestId);
+		if (status === 429 && info.code === 'rate_limited') {
+			const wait = retryAfterSeconds(headerValue(response.headers, 'retry-after')) ?? backoff(attempt) / 1000;
+			if (attempt <= retryPolicy.rateLimitRetries && wait <= retryPolicy.maxRetryAfterSeconds) {
+				await sleep(wait * 1000);
+				continue;
+			}
+			const extra = `gave up after ${attempt} attempts; the service asked to wait ${wait} seconds`;
+			throw apiError(ctx, request, info, apiKey, extra);
+		}
+		if (TRANSIENT_STATUSES.has(status) && idempotent && attempt <= retryPolicy.transientRetries) {
+			await sleep(backoff(attempt));
+			continue;
+		}
+		if (!authenticated && (status === 403 || status === 410)) info.code = 'expired_link';
+		// A gateway error on a POST says nothing about whether the work behind it ran.
+		const uncertain = !idempotent && info.code !== 'internal_error' && status >= 500;
+		throw apiError(ctx, request, info, apiKey, uncertain ? request.uncertainOutcomeHint : undefined);
+	}
+}
+
+/** Sends one API request and returns its parsed JSON body (see `send` for the retry rules). */
 export async function apiRequest<T>(
 	ctx: ApiContext,
 	request: ApiRequest,
@@ -189,73 +259,22 @@ export async function apiRequest<T>(
 		timeout: request.timeoutMs ?? DEFAULT_TIMEOUT_MS,
 		// Raw text, so a malformed body becomes a clear error instead of a string passed on as data.
 		encoding: 'text',
-		returnFullResponse: true,
-		ignoreHttpStatusErrors: true,
 	};
-
 	for (let attempt = 1; ; attempt++) {
-		let response: IN8nHttpFullResponse;
+		const response = await send(ctx, options, { request, apiKey, authenticated: true });
+		const requestId = headerValue(response.headers, 'x-request-id');
+		const text = await readBodyText(response.body);
 		try {
-			response = (await ctx.helpers.httpRequestWithAuthentication.call(
-				ctx,
-				CREDENTIAL_TYPE,
-				{ ...options },
-			)) as IN8nHttpFullResponse;
-		} catch (error) {
-			const code = networkErrorCode(error);
-			const retryable = code !== undefined && TRANSIENT_CODES.has(code);
-			const safeToRepeat = idempotent || (code !== undefined && NOT_SENT_CODES.has(code));
-			if (retryable && safeToRepeat && attempt <= retryPolicy.transientRetries) {
+			return { body: JSON.parse(text) as T, status: response.statusCode, requestId };
+		} catch {
+			// A truncated or garbled body: a GET can be read again, a POST may have done its work.
+			if (idempotent && attempt <= retryPolicy.transientRetries) {
 				await sleep(backoff(attempt));
 				continue;
 			}
-			throw networkError(ctx, request, code, apiKey);
+			const info = { code: 'non_json_response', httpStatus: response.statusCode, requestId, apiMessage: text.slice(0, 200) };
+			throw apiError(ctx, request, info, apiKey, idempotent ? undefined : request.uncertainOutcomeHint);
 		}
-
-		const status = response.statusCode;
-		const requestId = headerValue(response.headers, 'x-request-id');
-		const text = typeof response.body === 'string' ? response.body : JSON.stringify(response.body ?? '');
-
-		if (status >= 200 && status < 300) {
-			try {
-				return { body: JSON.parse(text) as T, status, requestId };
-			} catch {
-				const info: ApiErrorInfo = {
-					code: 'non_json_response',
-					httpStatus: status,
-					requestId,
-					apiMessage: text.slice(0, 200),
-				};
-				if (idempotent && attempt <= retryPolicy.transientRetries) {
-					await sleep(backoff(attempt));
-					continue;
-				}
-				throw apiError(ctx, request, info, apiKey, idempotent ? undefined : request.uncertainOutcomeHint);
-			}
-		}
-
-		const info = parseErrorBody(status, text, requestId);
-		if (status === 429 && info.code === 'rate_limited') {
-			const wait = retryAfterSeconds(headerValue(response.headers, 'retry-after')) ?? backoff(attempt) / 1000;
-			if (attempt <= retryPolicy.rateLimitRetries && wait <= retryPolicy.maxRetryAfterSeconds) {
-				await sleep(wait * 1000);
-				continue;
-			}
-			throw apiError(
-				ctx,
-				request,
-				info,
-				apiKey,
-				`gave up after ${attempt} attempts; the service asked to wait ${wait} seconds`,
-			);
-		}
-		if (TRANSIENT_STATUSES.has(status) && idempotent && attempt <= retryPolicy.transientRetries) {
-			await sleep(backoff(attempt));
-			continue;
-		}
-		// A gateway error on a POST says nothing about whether the work behind it ran.
-		const uncertain = !idempotent && info.code !== 'internal_error' && status >= 500;
-		throw apiError(ctx, request, info, apiKey, uncertain ? request.uncertainOutcomeHint : undefined);
 	}
 }
 
@@ -307,17 +326,6 @@ export function resolveFileReference(
 	return { url: url.toString(), authenticated: url.origin === base.origin, fileName };
 }
 
-async function readStreamText(body: unknown): Promise<string> {
-	if (typeof body === 'string') return body;
-	if (body instanceof Buffer) return body.toString('utf8');
-	const chunks: Buffer[] = [];
-	for await (const chunk of body as AsyncIterable<Buffer | string>) {
-		chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
-		if (chunks.reduce((size, part) => size + part.length, 0) > 64 * 1024) break;
-	}
-	return Buffer.concat(chunks).toString('utf8');
-}
-
 /**
  * Downloads a file. The API answers `/api/file/<name>` with a 302 to a signed link; that link is
  * fetched without the Authorization header (n8n's helpers would otherwise forward it to the other
@@ -331,88 +339,24 @@ export async function downloadFile(
 ): Promise<FileDownload> {
 	const { baseUrl, apiKey } = connection ?? (await getConnection(ctx, itemIndex));
 	const target = resolveFileReference(reference, baseUrl);
-	const path = new URL(target.url).pathname;
-	const request: ApiRequest = { method: 'GET', path, itemIndex, timeoutMs: DEFAULT_TIMEOUT_MS };
+	const request: ApiRequest = { method: 'GET', path: new URL(target.url).pathname, itemIndex };
+	const options: IHttpRequestOptions = { method: 'GET', timeout: DEFAULT_TIMEOUT_MS, encoding: 'stream', url: target.url };
 	let signedUrl = target.url;
 
 	if (target.authenticated) {
-		for (let attempt = 1; ; attempt++) {
-			let response: IN8nHttpFullResponse;
-			try {
-				response = (await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_TYPE, {
-					method: 'GET',
-					url: target.url,
-					timeout: DEFAULT_TIMEOUT_MS,
-					disableFollowRedirect: true,
-					ignoreHttpStatusErrors: true,
-					returnFullResponse: true,
-					encoding: 'stream',
-				})) as IN8nHttpFullResponse;
-			} catch (error) {
-				const code = networkErrorCode(error);
-				if (code && TRANSIENT_CODES.has(code) && attempt <= retryPolicy.transientRetries) {
-					await sleep(backoff(attempt));
-					continue;
-				}
-				throw networkError(ctx, request, code, apiKey);
-			}
-			const status = response.statusCode;
-			const location = headerValue(response.headers, 'location');
-			if (status >= 300 && status < 400 && location) {
-				(response.body as { destroy?: () => void })?.destroy?.();
-				signedUrl = new URL(location, target.url).toString();
-				break;
-			}
-			if (status >= 200 && status < 300) {
-				// Served directly, without a redirect: take it as it is.
-				return fileFrom(response, target.fileName);
-			}
-			const requestId = headerValue(response.headers, 'x-request-id');
-			const info = parseErrorBody(status, await readStreamText(response.body), requestId);
-			const wait = retryAfterSeconds(headerValue(response.headers, 'retry-after')) ?? backoff(attempt) / 1000;
-			const rateLimited = status === 429 && info.code === 'rate_limited';
-			if (
-				(rateLimited && attempt <= retryPolicy.rateLimitRetries && wait <= retryPolicy.maxRetryAfterSeconds) ||
-				(TRANSIENT_STATUSES.has(status) && attempt <= retryPolicy.transientRetries)
-			) {
-				await sleep(rateLimited ? wait * 1000 : backoff(attempt));
-				continue;
-			}
+		const response = await send(ctx, { ...options, disableFollowRedirect: true }, { request, apiKey, authenticated: true });
+		const location = headerValue(response.headers, 'location');
+		if (response.statusCode < 300) return fileFrom(response, target.fileName);
+		(response.body as { destroy?: () => void } | undefined)?.destroy?.();
+		if (!location) {
+			const info = { code: 'redirect_without_location', httpStatus: response.statusCode, requestId: headerValue(response.headers, 'x-request-id') };
 			throw apiError(ctx, request, info, apiKey);
 		}
+		signedUrl = new URL(location, target.url).toString();
 	}
-
-	for (let attempt = 1; ; attempt++) {
-		let response: IN8nHttpFullResponse;
-		try {
-			// Deliberately the unauthenticated helper: the signed link must never receive the key.
-			response = (await ctx.helpers.httpRequest({
-				method: 'GET',
-				url: signedUrl,
-				timeout: DEFAULT_TIMEOUT_MS,
-				ignoreHttpStatusErrors: true,
-				returnFullResponse: true,
-				encoding: 'stream',
-			})) as IN8nHttpFullResponse;
-		} catch (error) {
-			const code = networkErrorCode(error);
-			if (code && TRANSIENT_CODES.has(code) && attempt <= retryPolicy.transientRetries) {
-				await sleep(backoff(attempt));
-				continue;
-			}
-			throw networkError(ctx, { ...request, path: 'signed download link' }, code, apiKey);
-		}
-		const status = response.statusCode;
-		if (status >= 200 && status < 300) return fileFrom(response, target.fileName);
-		const text = await readStreamText(response.body);
-		if (TRANSIENT_STATUSES.has(status) && attempt <= retryPolicy.transientRetries) {
-			await sleep(backoff(attempt));
-			continue;
-		}
-		const info = parseErrorBody(status, text, headerValue(response.headers, 'x-request-id'));
-		if (status === 403 || status === 410) info.code = 'expired_link';
-		throw apiError(ctx, request, info, apiKey);
-	}
+	const signed = { request: { ...request, path: 'signed download link' }, apiKey, authenticated: false };
+	const response = await send(ctx, { ...options, url: signedUrl }, signed);
+	return fileFrom(response, target.fileName);
 }
 
 function fileFrom(response: IN8nHttpFullResponse, fallbackName: string): FileDownload {
