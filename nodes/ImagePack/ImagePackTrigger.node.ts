@@ -1,0 +1,267 @@
+import type {
+	IDataObject,
+	INodeExecutionData,
+	INodeType,
+	INodeTypeDescription,
+	IPollFunctions,
+} from 'n8n-workflow';
+import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
+
+import {
+	PAGE_LIMIT,
+	addPage,
+	baselineSince,
+	baselineState,
+	findNewest,
+	finishPoll,
+	freshRecords,
+	hash53,
+	initialState,
+	readState,
+	sameState,
+	startPoll,
+	type CursorState,
+	type ListPage,
+	type PublicationRecord,
+} from './shared/cursor';
+import { apiRequest, getConnection, type Connection } from './shared/transport';
+
+const LIST_PATH = '/api/v1/image-pack-publications';
+/** List pages one poll reads at most (10,000 records); the rest is left to the next poll. */
+export const MAX_PAGES_PER_POLL = 50;
+/** Detail requests in flight at once when attaching manifests. */
+export const MANIFEST_CONCURRENCY = 4;
+/** Share of n8n's poll budget spent on reading; the rest is headroom for the hand-off. */
+const BUDGET_SHARE = 0.8;
+
+type StartFrom = 'now' | 'beginning' | 'id';
+
+/**
+ * Polls that are running, per node state object (the object n8n keeps for an active workflow).
+ * A poll that starts while another one of the same node is still running skips its tick, so the
+ * two never read (and emit) the same window. The revision check before committing is the second
+ * line of defence when n8n hands each poll its own copy of the state.
+ */
+const running = new WeakMap<object, { until: number }>();
+
+function queryKey(startFrom: StartFrom, startId: number, baseUrl: string): string {
+	const from = startFrom === 'id' ? `id:${startId}` : startFrom;
+	return `${from}|${hash53(baseUrl.toLowerCase())}`;
+}
+
+/** Assigns the state as fresh top-level values, so n8n notices the change and saves all of it. */
+function writeState(staticData: IDataObject, state: CursorState): void {
+	for (const key of Object.keys(staticData)) {
+		if (!(key in state)) delete staticData[key];
+	}
+	staticData.v = state.v;
+	staticData.queryKey = state.queryKey;
+	staticData.start = state.start;
+	staticData.cursor = state.cursor;
+	staticData.overlap = state.overlap;
+	staticData.seen = { ...state.seen };
+	staticData.rev = state.rev;
+}
+
+function pollDeadline(ctx: IPollFunctions): number {
+	const host = ctx as { getPollBudgetMs?: unknown };
+	if (typeof host.getPollBudgetMs !== 'function') return Number.POSITIVE_INFINITY;
+	const budget: unknown = (host.getPollBudgetMs as () => unknown).call(ctx);
+	if (typeof budget !== 'number' || !Number.isFinite(budget) || budget <= 0) return Number.POSITIVE_INFINITY;
+	return Date.now() + budget * BUDGET_SHARE;
+}
+
+async function listPage(ctx: IPollFunctions, connection: Connection, since: number, limit: number): Promise<ListPage> {
+	const { body } = await apiRequest<ListPage>(
+		ctx,
+		{ method: 'GET', path: LIST_PATH, qs: { since_id: since, limit } },
+		connection,
+	);
+	if (typeof body !== 'object' || body === null || !Array.isArray(body.items)) {
+		throw new NodeOperationError(ctx.getNode(), 'The publication list answer has no items array', {
+			description: `GET ${LIST_PATH}?since_id=${since}&limit=${limit} answered: ${JSON.stringify(body).slice(0, 200)}`,
+		});
+	}
+	return body;
+}
+
+async function newestPublication(ctx: IPollFunctions, connection: Connection) {
+	let overlap: number | undefined;
+	const newest = await findNewest(async (since) => {
+		const page = await listPage(ctx, connection, since, 1);
+		overlap = page.reread_overlap;
+		return page.items[0] ?? null;
+	});
+	return { newest, overlap };
+}
+
+async function fetchDetail(ctx: IPollFunctions, connection: Connection, id: number): Promise<IDataObject> {
+	const { body } = await apiRequest<IDataObject>(
+		ctx,
+		{ method: 'GET', path: `${LIST_PATH}/${encodeURIComponent(String(id))}` },
+		connection,
+	);
+	return body;
+}
+
+function toItem(record: PublicationRecord, detail?: IDataObject): INodeExecutionData {
+	const json: IDataObject = { ...(record as IDataObject) };
+	if (detail) json.manifest = detail.manifest as IDataObject;
+	return { json };
+}
+
+/**
+ * Fetches details in order with bounded concurrency. Stops starting new ones once the deadline
+ * has passed and returns the prefix that is complete; any failed request fails the poll.
+ */
+async function fetchManifests(
+	ctx: IPollFunctions,
+	connection: Connection,
+	records: PublicationRecord[],
+	deadline: number,
+): Promise<IDataObject[]> {
+	const details: IDataObject[] = [];
+	for (let at = 0; at < records.length; at += MANIFEST_CONCURRENCY) {
+		if (at > 0 && Date.now() > deadline) break;
+		const batch = records.slice(at, at + MANIFEST_CONCURRENCY);
+		details.push(...(await Promise.all(batch.map(async (record) => await fetchDetail(ctx, connection, record.id)))));
+	}
+	return details;
+}
+
+export class ImagePackTrigger implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Image Pack Trigger',
+		name: 'imagePackTrigger',
+		icon: { light: 'file:imagePack.svg', dark: 'file:imagePack.dark.svg' },
+		group: ['trigger'],
+		version: 1,
+		subtitle: '={{$parameter["includeManifest"] ? "New publications, with manifest" : "New publications"}}',
+		description: 'Starts the workflow when a seller publishes an image pack',
+		defaults: { name: 'Image Pack Trigger' },
+		polling: true,
+		inputs: [],
+		outputs: [NodeConnectionTypes.Main],
+		credentials: [{ name: 'imagePackApi', required: true }],
+		properties: [
+			{
+				displayName:
+					'Emits one item per new publication, oldest first. Each publication is delivered exactly once, including ones that become visible late.',
+				name: 'notice',
+				type: 'notice',
+				default: '',
+			},
+			{
+				displayName: 'Include Manifest',
+				name: 'includeManifest',
+				type: 'boolean',
+				default: true,
+				description:
+					'Whether to fetch each publication’s detail and add its manifest (the frozen pack document with download URLs) to the item',
+			},
+			{
+				displayName: 'Start From',
+				name: 'startFrom',
+				type: 'options',
+				default: 'now',
+				description: 'Which publications the trigger delivers when it starts. Changing it starts over.',
+				options: [
+					{
+						name: 'Now',
+						value: 'now',
+						description: 'Only publications that appear after the workflow is activated',
+					},
+					{
+						name: 'Beginning',
+						value: 'beginning',
+						description: 'Every publication of the account, oldest first, then new ones',
+					},
+					{
+						name: 'After a Publication ID',
+						value: 'id',
+						description: 'Publications with an ID greater than Start ID, then new ones',
+					},
+				],
+			},
+			{
+				displayName: 'Start ID',
+				name: 'startId',
+				type: 'number',
+				default: 0,
+				typeOptions: { minValue: 0, numberPrecision: 0 },
+				description: 'Publications with an ID greater than this are delivered',
+				displayOptions: { show: { startFrom: ['id'] } },
+			},
+		],
+	};
+
+	async poll(this: IPollFunctions): Promise<INodeExecutionData[][] | null> {
+		const includeManifest = this.getNodeParameter('includeManifest', true) as boolean;
+		const connection = await getConnection(this);
+
+		if (this.getMode() === 'manual') {
+			// "Fetch Test Event": the newest publication; static data is neither read nor written.
+			const { newest } = await newestPublication(this, connection);
+			if (!newest) {
+				throw new NodeOperationError(this.getNode(), 'This account has no publications yet', {
+					description:
+						'Publish an image pack on the website (or wait for a seller to), then fetch a test event again.',
+				});
+			}
+			const detail = includeManifest ? await fetchDetail(this, connection, newest.id) : undefined;
+			return [[toItem(newest, detail)]];
+		}
+
+		const startFrom = this.getNodeParameter('startFrom', 'now') as StartFrom;
+		const startId = Math.max(0, Math.floor(Number(this.getNodeParameter('startId', 0)) || 0));
+		const key = queryKey(startFrom, startId, connection.baseUrl);
+		const staticData = this.getWorkflowStaticData('node');
+
+		const busy = running.get(staticData);
+		if (busy !== undefined && busy.until > Date.now()) return null; // previous poll still running
+		const deadline = pollDeadline(this);
+		const lease = { until: Number.isFinite(deadline) ? deadline + 60_000 : Date.now() + 30 * 60_000 };
+		running.set(staticData, lease);
+		try {
+			const stored = readState(staticData, key);
+			const revision = stored?.rev;
+			/** Commits only if no other poll committed since this one read the state. */
+			const commit = (state: CursorState): boolean => {
+				const current = readState(staticData, key);
+				if (current?.rev !== revision) return false;
+				if (!stored || !sameState(state, stored)) writeState(staticData, state);
+				return true;
+			};
+
+			if (!stored && startFrom === 'now') {
+				// First activation: remember where "now" is; O(log max id) requests, nothing emitted.
+				const { newest, overlap } = await newestPublication(this, connection);
+				if (!newest) {
+					commit(initialState(key, 0));
+					return null;
+				}
+				const since = baselineSince(newest.id, overlap);
+				const page = await listPage(this, connection, since, PAGE_LIMIT);
+				commit(baselineState(key, since, page));
+				return null;
+			}
+
+			let run = startPoll(stored ?? initialState(key, startFrom === 'id' ? startId : 0));
+			for (let pages = 0; pages < MAX_PAGES_PER_POLL; pages++) {
+				if (pages > 0 && Date.now() > deadline) break;
+				const step = addPage(run, await listPage(this, connection, run.nextSince, PAGE_LIMIT));
+				run = step.run;
+				if (step.next === null) break;
+			}
+
+			const fresh = freshRecords(run);
+			const details = includeManifest ? await fetchManifests(this, connection, fresh, deadline) : undefined;
+			const delivered = details ? fresh.slice(0, details.length) : fresh;
+			if (!commit(finishPoll(run, delivered.length))) return null; // another poll delivered meanwhile
+			if (delivered.length === 0) return null;
+			return [delivered.map((record, index) => toItem(record, details?.[index]))];
+		} finally {
+			if (running.get(staticData) === lease) running.delete(staticData);
+		}
+	}
+}
