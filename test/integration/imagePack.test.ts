@@ -335,6 +335,40 @@ describe('API errors surface in English with code, status and request id', () =>
 	});
 });
 
+describe('faults never charge twice and never lose a read', () => {
+	it.each([
+		['truncated body', { kind: 'truncate' as const }, /may have been charged/],
+		['malformed JSON', { kind: 'malformedJson' as const }, /not JSON/],
+	])('generate with a %s is reported once, not re-sent', async (_name, fault, message) => {
+		await emulator.control.injectFault({ route: 'generate', ...fault });
+		const error = await runError(generate({ options: { downloadImages: false } }));
+		expect(error.message).toMatch(message);
+		expect(error.message + (error.description ?? '')).toMatch(/may have been charged/);
+		expect(await emulator.control.requests({ route: 'generate' })).toHaveLength(1);
+	});
+
+	it('a generate slower than the timeout is reported as possibly charged, once', async () => {
+		await emulator.control.setLatency('generate', 3000);
+		const error = await runError(generate({ options: { downloadImages: false, timeoutSeconds: 1 } }));
+		expect(error.message).toMatch(/did not answer within 1 seconds\. The generation may have run/);
+		expect(await emulator.control.requests({ route: 'generate' })).toHaveLength(1);
+	});
+
+	it.each([
+		['an HTML 502', { kind: 'html' as const }],
+		['a reset', { kind: 'reset' as const }],
+		['a truncated body', { kind: 'truncate' as const }],
+		['malformed JSON', { kind: 'malformedJson' as const }],
+		['a 503', { kind: 'status' as const, status: 503 }],
+	])('Get Many retries %s and returns the records', async (_name, fault) => {
+		await emulator.control.publishBulk({ count: 3 });
+		await emulator.control.injectFault({ route: 'listPublications', ...fault });
+		const output = await run({ resource: 'publication', operation: 'getMany' });
+		expect(output).toHaveLength(3);
+		expect(await emulator.control.requests({ route: 'listPublications' })).toHaveLength(2);
+	});
+});
+
 describe('Publications', () => {
 	it('Get Publication returns the record untouched plus a normalized view (schemaVersion 3)', async () => {
 		const record = await emulator.control.publish({});

@@ -114,7 +114,16 @@ export function networkErrorCode(error: unknown): string | undefined {
 
 /** Errors after which the request certainly never reached the server. */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
-const TRANSIENT_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ECONNABORTED', 'EAI_AGAIN']);
+/** ERR_BAD_RESPONSE is axios' word for a body cut off mid-stream. */
+const TRANSIENT_CODES = new Set([
+	'ECONNREFUSED',
+	'ECONNRESET',
+	'EPIPE',
+	'ETIMEDOUT',
+	'ECONNABORTED',
+	'EAI_AGAIN',
+	'ERR_BAD_RESPONSE',
+]);
 const TRANSIENT_STATUSES = new Set([502, 503, 504]);
 
 function backoff(attempt: number): number {
@@ -142,6 +151,7 @@ const NETWORK_WORDS: Record<string, string> = {
 	EAI_AGAIN: 'the host name could not be resolved right now',
 	ECONNRESET: 'the connection was reset before the answer arrived',
 	EPIPE: 'the connection was closed while sending',
+	ERR_BAD_RESPONSE: 'the answer was cut off',
 };
 
 function networkError(ctx: ApiContext, request: ApiRequest, code: string | undefined, apiKey: string) {
@@ -313,16 +323,24 @@ export function resolveFileReference(
 	baseUrl: string,
 ): { url: string; authenticated: boolean; fileName: string } {
 	const trimmed = reference.trim();
-	const base = new URL(`${baseUrl}/`);
+	const root = baseUrl.trim().replace(/\/+$/, '');
+	const base = new URL(`${root}/`);
 	let url: URL;
 	if (/^https?:\/\//i.test(trimmed)) {
 		url = new URL(trimmed);
 	} else if (trimmed.startsWith('/')) {
-		url = new URL(`${baseUrl}${trimmed}`);
+		url = new URL(`${root}${trimmed}`);
 	} else {
-		url = new URL(`${baseUrl}/api/file/${encodeURIComponent(trimmed)}`);
+		url = new URL(`${root}/api/file/${encodeURIComponent(trimmed)}`);
 	}
-	const fileName = decodeURIComponent(url.pathname.split('/').pop() ?? '') || 'file';
+	const last = url.pathname.split('/').pop() ?? '';
+	let fileName: string;
+	try {
+		fileName = decodeURIComponent(last);
+	} catch {
+		fileName = last; // a stray "%" that is no escape: keep the name as written
+	}
+	fileName ||= 'file';
 	return { url: url.toString(), authenticated: url.origin === base.origin, fileName };
 }
 
