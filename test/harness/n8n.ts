@@ -208,6 +208,11 @@ export interface PollOptions {
 	staticData?: IDataObject;
 	nodeName?: string;
 	getPollBudgetMs?: () => number;
+	/**
+	 * What `getWorkflowStaticData('node')` returns. Default: the workflow's own bucket (n8n's legacy
+	 * poll path); n8n 2.41's durable-cursor path hands each poll a staged snapshot instead.
+	 */
+	resolveNodeStaticData?: () => IDataObject;
 }
 
 /**
@@ -247,7 +252,7 @@ export class PollingWorkflow {
 			undefined,
 			undefined,
 			undefined,
-			undefined,
+			this.options.resolveNodeStaticData,
 			this.options.getPollBudgetMs,
 		);
 		return await this.options.nodeType.poll!.call(context);

@@ -1,0 +1,446 @@
+/**
+ * The Image Pack Trigger in real n8n poll contexts (n8n-core 2.41 PollContext, n8n-workflow
+ * Workflow and ObservableObject static data) against the API emulator, with static data carried
+ * and persisted the way n8n 2.41 does it (test/harness/polling.ts).
+ */
+import type { IDataObject, INodeExecutionData, INodeParameters } from 'n8n-workflow';
+
+import { ImagePackTrigger, MAX_PAGES_PER_POLL } from '../../nodes/ImagePack/ImagePackTrigger.node';
+import { retryPolicy } from '../../nodes/ImagePack/shared/transport';
+import { startEmulator, type Emulator } from '../emulator';
+import { DurablePollerHost, LegacyPollerHost, mulberry32, type PollOutcome } from '../harness/polling';
+
+const nodeType = new ImagePackTrigger();
+const OVERLAP = 50;
+
+let emu: Emulator;
+const saved = { ...retryPolicy };
+
+beforeAll(async () => {
+	emu = await startEmulator();
+	retryPolicy.backoffMs = 1;
+	retryPolicy.maxRetryAfterSeconds = 1;
+});
+
+afterAll(async () => {
+	Object.assign(retryPolicy, saved);
+	await emu.close();
+});
+
+beforeEach(async () => {
+	await emu.control.reset();
+});
+
+const credentials = () => ({ baseUrl: emu.baseUrl, apiKey: emu.apiKey });
+
+function host(parameters: INodeParameters, extra: { stored?: string; nodeName?: string; budget?: number } = {}) {
+	return new LegacyPollerHost({
+		nodeType,
+		parameters,
+		credentials: credentials(),
+		stored: extra.stored,
+		nodeName: extra.nodeName,
+		getPollBudgetMs: extra.budget === undefined ? undefined : () => extra.budget!,
+	});
+}
+
+const ids = (items: INodeExecutionData[]) => items.map((item) => item.json.id as number);
+const emittedIds = (executions: INodeExecutionData[][]) => executions.flatMap(ids);
+const listRequests = async () => (await emu.control.requests({ route: 'listPublications' })).length;
+const storedBytes = (stored: string) => Buffer.byteLength(stored);
+
+/** Publishes through the global sequence; `commit: false` keeps it pending (a late commit). */
+async function publish(accountId?: string, packId?: string, commit = true) {
+	return await emu.control.publish({ accountId, packId, commit });
+}
+
+function expectOrderedBatches(executions: INodeExecutionData[][]) {
+	for (const items of executions) {
+		const batch = ids(items);
+		expect(batch).toEqual([...batch].sort((a, b) => a - b));
+	}
+}
+
+describe('Fetch Test Event (manual mode)', () => {
+	it('returns the newest publication with its manifest, in O(log max id) requests, touching no state', async () => {
+		const other = await emu.control.createAccount();
+		await emu.control.publishBulk({ count: 30_000 });
+		await emu.control.publishBulk({ accountId: other.accountId, count: 5_000 });
+		const newest = await publish(undefined, 'pk_newest');
+		await emu.control.publishBulk({ accountId: other.accountId, count: 100 });
+		const poller = host({ startFrom: 'now', includeManifest: true });
+		poller.stored = JSON.stringify({ 'node:Image Pack Trigger': { v: 1, poison: true } });
+		await emu.control.clearRequests();
+		const { result, staticData } = await poller.fetchTestEvent();
+		expect(result).toHaveLength(1);
+		expect(result![0]).toHaveLength(1);
+		const item = result![0][0].json;
+		expect(item.id).toBe(newest.id);
+		expect(item.pack_id).toBe('pk_newest');
+		expect((item.manifest as IDataObject).schemaVersion).toBe(3);
+		expect(staticData).toEqual({ 'node:Image Pack Trigger': { v: 1, poison: true } });
+		const requests = await listRequests();
+		expect(requests).toBeLessThanOrEqual(2 * Math.ceil(Math.log2(newest.id)) + 3);
+		expect((await emu.control.requests({ route: 'listPublications' })).every((r) => r.query.limit === '1')).toBe(true);
+	});
+
+	it('without manifest: the record only', async () => {
+		await publish();
+		const last = await publish();
+		const { result } = await host({ includeManifest: false }).fetchTestEvent();
+		expect(result![0][0].json).not.toHaveProperty('manifest');
+		expect(result![0][0].json.id).toBe(last.id);
+		expect(await emu.control.requests({ route: 'getPublication' })).toHaveLength(0);
+	});
+
+	it('a clear error when the account has no publications', async () => {
+		const other = await emu.control.createAccount();
+		await emu.control.publishBulk({ accountId: other.accountId, count: 10 });
+		await expect(host({}).fetchTestEvent()).rejects.toThrow('This account has no publications yet');
+	});
+});
+
+describe('start from "now"', () => {
+	it('activation finds the high-water mark in O(log max id) requests, emits nothing, stores it', async () => {
+		await emu.control.publishBulk({ count: 50_000 });
+		const poller = host({ startFrom: 'now' });
+		await emu.control.clearRequests();
+		expect(await poller.activate()).toEqual({ kind: 'null' });
+		expect(await listRequests()).toBeLessThanOrEqual(2 * Math.ceil(Math.log2(50_000)) + 4);
+		expect(poller.executions).toEqual([]);
+		// Saved at activation even though the poll returned null.
+		expect(JSON.parse(poller.stored)['node:Image Pack Trigger']).toMatchObject({ v: 1, cursor: 50_000 });
+
+		const a = await publish();
+		const b = await publish();
+		const outcome = await poller.tick();
+		expect(outcome.kind).toBe('emitted');
+		expect(emittedIds(poller.executions)).toEqual([a.id, b.id]);
+		expect((poller.executions[0][0].json.manifest as IDataObject).schemaVersion).toBe(3);
+		expect(await poller.tick()).toEqual({ kind: 'null' });
+	});
+
+	it('a publication that commits late inside the window after activation is still delivered', async () => {
+		await emu.control.publishBulk({ count: 100 });
+		const late = await publish(undefined, undefined, false);
+		await publish();
+		const poller = host({ startFrom: 'now', includeManifest: false });
+		await poller.activate();
+		await emu.control.commitPublication(late.id);
+		await poller.tick();
+		expect(emittedIds(poller.executions)).toEqual([late.id]);
+	});
+
+	it('an empty account: the first publication after activation is delivered', async () => {
+		const poller = host({ startFrom: 'now', includeManifest: false });
+		await poller.activate();
+		const first = await publish();
+		await poller.tick();
+		expect(emittedIds(poller.executions)).toEqual([first.id]);
+	});
+});
+
+describe('start from the beginning / an id', () => {
+	it('drains a 10,000-publication backlog at one list request per 200 records, static data < 16 KiB', async () => {
+		await emu.control.publishBulk({ count: 10_000, packs: 500 });
+		const poller = host({ startFrom: 'beginning', includeManifest: false });
+		await poller.activate();
+		for (let i = 0; i < 3; i++) await poller.tick();
+		const got = emittedIds(poller.executions);
+		expect(got).toHaveLength(10_000);
+		expect(new Set(got).size).toBe(10_000);
+		expectOrderedBatches(poller.executions);
+		expect(await listRequests()).toBeLessThanOrEqual(Math.ceil(10_000 / 200) + 2 + 3);
+		expect(storedBytes(poller.stored)).toBeLessThan(16 * 1024);
+	});
+
+	it('attaches manifests in order, one detail request per publication', async () => {
+		const published = [];
+		for (let i = 0; i < 9; i++) published.push(await publish(undefined, `pk_${i % 3}`));
+		const poller = host({ startFrom: 'beginning' });
+		await poller.activate();
+		expect(ids(poller.executions[0])).toEqual(published.map((p) => p.id));
+		for (const item of poller.executions[0]) {
+			expect(item.json.manifest).toBeDefined();
+			expect(item.json.version).toBeGreaterThanOrEqual(1);
+		}
+		expect(await emu.control.requests({ route: 'getPublication' })).toHaveLength(9);
+	});
+
+	it('start after an id: only later publications, never earlier ones re-read in the overlap', async () => {
+		const all = [];
+		for (let i = 0; i < 20; i++) all.push(await publish());
+		const poller = host({ startFrom: 'id', startId: all[9].id, includeManifest: false });
+		await poller.activate();
+		await publish();
+		await poller.tick();
+		expect(emittedIds(poller.executions)).toEqual([...all.slice(10).map((p) => p.id), all[19].id + 1]);
+	});
+
+	it('a huge backlog is drained over several polls when the poll budget runs out', async () => {
+		await emu.control.publishBulk({ count: 3_000 });
+		const poller = host({ startFrom: 'beginning', includeManifest: false }, { budget: 1 });
+		await poller.activate();
+		for (let i = 0; i < 40; i++) await poller.tick();
+		expect(poller.executions.length).toBeGreaterThan(1);
+		const got = emittedIds(poller.executions);
+		expect(got).toEqual(Array.from({ length: 3_000 }, (_, i) => i + 1));
+	});
+
+	it('more than MAX_PAGES_PER_POLL pages wait for the next poll', async () => {
+		await emu.control.publishBulk({ count: MAX_PAGES_PER_POLL * 200 + 300 });
+		const poller = host({ startFrom: 'beginning', includeManifest: false });
+		await poller.activate();
+		expect(poller.executions[0]).toHaveLength(MAX_PAGES_PER_POLL * 200);
+		await poller.tick();
+		expect(emittedIds(poller.executions)).toHaveLength(MAX_PAGES_PER_POLL * 200 + 300);
+	});
+});
+
+describe('faults', () => {
+	async function failOnRequest(route: 'listPublications' | 'getPublication', okBefore: number, kind: 'status' | 'reset' = 'status') {
+		if (okBefore > 0) await emu.control.injectFault({ route, kind: 'slow', when: 'before', delayMs: 1, count: okBefore });
+		await emu.control.injectFault({ route, kind, status: 500, count: kind === 'reset' ? 3 : 1 });
+	}
+
+	it.each([
+		['a list page (500)', 'listPublications', 2, 'status'],
+		['a list page (connection reset, retries exhausted)', 'listPublications', 1, 'reset'],
+		['a manifest', 'getPublication', 250, 'status'],
+	] as const)('an error on %s mid-poll throws and leaves the state exactly as before', async (_name, route, okBefore, kind) => {
+		await emu.control.publishBulk({ count: 100 });
+		const poller = host({ startFrom: 'beginning' });
+		await poller.activate();
+		await emu.control.publishBulk({ count: 700 });
+		const storedBefore = poller.stored;
+		const memoryBefore = JSON.stringify(poller.memory());
+		await failOnRequest(route, okBefore, kind);
+		const outcome = await poller.tick();
+		expect(outcome.kind).toBe('error');
+		expect(poller.stored).toBe(storedBefore);
+		expect(JSON.stringify(poller.memory())).toBe(memoryBefore);
+		await poller.tick();
+		expect(emittedIds(poller.executions)).toEqual(Array.from({ length: 800 }, (_, i) => i + 1));
+	});
+
+	it('a failing activation poll fails the activation and stores nothing', async () => {
+		await publish();
+		await emu.control.injectFault({ route: 'listPublications', kind: 'status', status: 500 });
+		const poller = host({ startFrom: 'now' });
+		await expect(poller.activate()).rejects.toThrow();
+		expect(poller.stored).toBe('{}');
+	});
+
+	it('429 rate_limited is waited out (Retry-After) and the poll succeeds', async () => {
+		await emu.control.publishBulk({ count: 5 });
+		await emu.control.injectFault({ route: 'listPublications', kind: 'status', status: 429, code: 'rate_limited', retryAfter: 0, count: 2 });
+		const poller = host({ startFrom: 'beginning', includeManifest: false });
+		await poller.activate();
+		expect(emittedIds(poller.executions)).toEqual([1, 2, 3, 4, 5]);
+	});
+});
+
+describe('overlap, restarts, parameters', () => {
+	it('a poll that starts while the previous one is still running does not emit the same publications', async () => {
+		await publish();
+		const poller = host({ startFrom: 'beginning', includeManifest: false });
+		await poller.activate();
+		for (let i = 0; i < 30; i++) await publish();
+		await emu.control.setLatency('listPublications', 100);
+		const outcomes = await Promise.all([poller.tick(), poller.tick(), poller.tick()]);
+		await emu.control.setLatency('listPublications', 0);
+		expect(outcomes.filter((o) => o.kind === 'emitted')).toHaveLength(1);
+		await poller.tick();
+		expect(emittedIds(poller.executions)).toEqual(Array.from({ length: 31 }, (_, i) => i + 1));
+	});
+
+	it('changes made by polls that returned null are not stored; a restart re-reads and dedupes', async () => {
+		await emu.control.publishBulk({ count: 120 });
+		const poller = host({ startFrom: 'beginning', includeManifest: false });
+		await poller.activate();
+		const storedAfterEmit = poller.stored;
+		await poller.tick(); // null: nothing stored
+		expect(poller.stored).toBe(storedAfterEmit);
+		await poller.restart();
+		await poller.tick();
+		expect(emittedIds(poller.executions)).toEqual(Array.from({ length: 120 }, (_, i) => i + 1));
+	});
+
+	it('changing Start From (or Start ID) starts over; Include Manifest does not', async () => {
+		for (let i = 0; i < 10; i++) await publish();
+		const poller = host({ startFrom: 'beginning', includeManifest: false });
+		await poller.activate();
+		expect(emittedIds(poller.executions)).toHaveLength(10);
+		await poller.update({ startFrom: 'beginning', includeManifest: true });
+		await poller.tick();
+		expect(emittedIds(poller.executions)).toHaveLength(10);
+		await poller.update({ startFrom: 'id', startId: 7, includeManifest: false });
+		expect(emittedIds(poller.executions).slice(10)).toEqual([8, 9, 10]);
+		await poller.update({ startFrom: 'now', includeManifest: false });
+		await publish();
+		await poller.tick();
+		expect(emittedIds(poller.executions).slice(13)).toEqual([11]);
+	});
+
+	it('state is kept per node name: a renamed node starts fresh ("now": no flood)', async () => {
+		for (let i = 0; i < 10; i++) await publish();
+		const poller = host({ startFrom: 'now', includeManifest: false });
+		await poller.activate();
+		await poller.update({ startFrom: 'now', includeManifest: false }, 'Renamed');
+		await poller.tick();
+		expect(poller.executions).toEqual([]);
+		expect(Object.keys(JSON.parse(poller.stored))).toEqual(expect.arrayContaining(['node:Renamed']));
+	});
+
+	it("n8n's durable-cursor path (staged copy per poll) delivers exactly once too", async () => {
+		const durable = new DurablePollerHost({
+			nodeType,
+			parameters: { startFrom: 'beginning', includeManifest: false },
+			credentials: credentials(),
+		});
+		await emu.control.publishBulk({ count: 30 });
+		await durable.activate();
+		const late = await publish(undefined, undefined, false);
+		await publish();
+		await durable.tick();
+		await emu.control.commitPublication(late.id);
+		await durable.tick();
+		await durable.tick();
+		const got = emittedIds(durable.executions);
+		expect([...got].sort((a, b) => a - b)).toEqual(Array.from({ length: 32 }, (_, i) => i + 1));
+		expect(new Set(got).size).toBe(32);
+	});
+});
+
+describe('randomized: hundreds of polls against the emulator (seeded)', () => {
+	/**
+	 * Publishers allocate ids from the global sequence and commit them in random order, within the
+	 * API's promise: an id still pending when a newer one becomes visible stays within
+	 * reread_overlap of the newest visible id (older pending ids are committed first).
+	 */
+	class Publishers {
+		readonly pending: number[] = [];
+		readonly committed = new Map<number, string>(); // id -> account
+		maxVisible = 0;
+
+		constructor(private readonly random: () => number) {}
+
+		async allocate(accountId: string, packId?: string): Promise<number> {
+			const record = await emu.control.publish({ accountId, packId, commit: false });
+			this.pending.push(record.id);
+			this.owner.set(record.id, accountId);
+			return record.id;
+		}
+
+		readonly owner = new Map<number, string>();
+
+		async commit(id: number): Promise<void> {
+			const floor = Math.max(this.maxVisible, id) - OVERLAP;
+			for (const other of [...this.pending].sort((a, b) => a - b)) {
+				if (other !== id && other <= floor) await this.reveal(other);
+			}
+			await this.reveal(id);
+		}
+
+		private async reveal(id: number): Promise<void> {
+			const at = this.pending.indexOf(id);
+			if (at === -1) return;
+			this.pending.splice(at, 1);
+			await emu.control.commitPublication(id);
+			this.committed.set(id, this.owner.get(id)!);
+			this.maxVisible = Math.max(this.maxVisible, id);
+		}
+
+		async commitRandom(): Promise<void> {
+			if (this.pending.length) await this.commit(this.pending[Math.floor(this.random() * this.pending.length)]);
+		}
+
+		async commitAll(): Promise<void> {
+			while (this.pending.length) await this.commit(this.pending[0]);
+		}
+
+		of(accountId: string): number[] {
+			return [...this.committed].filter(([, account]) => account === accountId).map(([id]) => id).sort((a, b) => a - b);
+		}
+	}
+
+	/** A failed activation is retried by n8n later; here: once the faults are gone. */
+	async function activateWithRetry(activate: () => Promise<PollOutcome>) {
+		try {
+			await activate();
+		} catch {
+			await emu.control.clearFaults();
+			await activate();
+		}
+	}
+
+	async function scenario(seed: number, polls: number) {
+		const random = mulberry32(seed);
+		const other = await emu.control.createAccount();
+		const me = emu.accountId;
+		const publishers = new Publishers(random);
+		const packs = ['pk_repeat_a', 'pk_repeat_b', 'pk_repeat_c'];
+		let includeManifest = random() < 0.5;
+		const poller = host({ startFrom: 'beginning', includeManifest });
+		await poller.activate();
+		let maxStored = 0;
+		let faults = 0;
+		let restarts = 0;
+
+		for (let step = 0; step < polls; step++) {
+			const roll = random();
+			const actions = roll < 0.3 ? 0 : Math.floor(random() * 5);
+			for (let i = 0; i < actions; i++) {
+				const what = random();
+				if (what < 0.45) {
+					const account = random() < 0.7 ? me : other.accountId;
+					const pack = account === me && random() < 0.3 ? packs[Math.floor(random() * packs.length)] : undefined;
+					const id = await publishers.allocate(account, pack);
+					if (random() < 0.6) await publishers.commit(id);
+				} else if (what < 0.8) {
+					await publishers.commitRandom();
+				} else if (what < 0.85) {
+					// A burst from other accounts and ours (several pages).
+					await publishers.commitAll();
+					const account = random() < 0.5 ? me : other.accountId;
+					const { firstId, lastId } = await emu.control.publishBulk({ accountId: account, count: 1 + Math.floor(random() * 500) });
+					for (let id = firstId; id <= lastId; id++) publishers.committed.set(id, account);
+					publishers.maxVisible = lastId;
+				}
+			}
+			const event = random();
+			if (event < 0.06) {
+				faults++;
+				const route = includeManifest && random() < 0.5 ? 'getPublication' : 'listPublications';
+				const okBefore = Math.floor(random() * 3);
+				if (okBefore) await emu.control.injectFault({ route, kind: 'slow', when: 'before', delayMs: 1, count: okBefore });
+				await emu.control.injectFault({ route, kind: random() < 0.5 ? 'status' : 'reset', status: 500, count: 3 });
+			} else if (event < 0.1) {
+				restarts++;
+				await activateWithRetry(() => poller.restart());
+			} else if (event < 0.13) {
+				includeManifest = !includeManifest;
+				await activateWithRetry(() => poller.update({ startFrom: 'beginning', includeManifest }));
+			}
+			const outcome: PollOutcome = await poller.tick();
+			if (outcome.kind === 'error') await emu.control.clearFaults();
+			maxStored = Math.max(maxStored, storedBytes(poller.stored), storedBytes(JSON.stringify(poller.memory())));
+		}
+		await emu.control.clearFaults();
+		await publishers.commitAll();
+		for (let i = 0; i < 5; i++) await poller.tick();
+
+		const got = emittedIds(poller.executions);
+		expect(new Set(got).size).toBe(got.length);
+		expect([...got].sort((a, b) => a - b)).toEqual(publishers.of(me));
+		expectOrderedBatches(poller.executions);
+		expect(maxStored).toBeLessThan(16 * 1024);
+		return { delivered: got.length, faults, restarts, errors: poller.errors.length };
+	}
+
+	it.each([11, 12, 13])('seed %i: every publication exactly once, in order, static data < 16 KiB', async (seed) => {
+		const stats = await scenario(seed, 150);
+		expect(stats.delivered).toBeGreaterThan(50);
+		expect(stats.errors).toBeGreaterThan(0);
+	}, 60_000);
+});
