@@ -43,9 +43,14 @@ function sandbox() {
 	return run(process.execPath, ['--import', 'tsx', 'test/e2e/sandbox.mjs', ...process.argv.slice(3)]);
 }
 
+/** Performance against the ideal (PRODUCT.md §7), on the emulator: `npm run bench [-- --quick|--markdown|--json]`. */
+function bench() {
+	return run(process.execPath, ['--import', 'tsx', 'test/bench/run.mjs', ...process.argv.slice(3)]);
+}
+
 /** Packs the package and runs n8n's verification scanner logic on the tarball. */
 function scan() {
 	return run('npm', ['run', 'build']).then(() => run(process.execPath, ['test/scan/scan.mjs']));
 }
 
-module.exports = { emulator, e2e, sandbox, scan, run };
+module.exports = { emulator, e2e, sandbox, bench, scan, run };

@@ -1,0 +1,114 @@
+// `npm run bench [-- --quick] [-- --markdown] [-- --json] [-- --only=generate,trigger,download,overhead]`
+// (gulp bench → node --import tsx test/bench/run.mjs). The launcher owns what the linted TypeScript
+// may not touch: the clock, process memory, child processes, argv and printing. Progress goes to
+// stderr, the table (or Markdown / JSON) to stdout. Nothing is written to the work tree.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+import { benchEnv } from './env.ts';
+import { markdownTable, summary, textTable } from './figures.ts';
+import { benchGenerate, benchOverhead } from './generate.bench.ts';
+import { downloadFigures } from './download.bench.ts';
+import { useFilesystemBinaryData } from '../harness/n8n.ts';
+import { ImagePack } from '../../nodes/ImagePack/ImagePack.node.ts';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const wanted = (name) => !only || only.includes(name);
+const log = (line) => process.stderr.write(`bench: ${line}\n`);
+const imageBytes = quick ? 8 * 1024 * 1024 : 16 * 1024 * 1024;
+
+const children = new Set();
+function startChild(script, childArgs, env = {}, nodeFlags = []) {
+	const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', path.join(here, script), ...childArgs], {
+		env: { ...process.env, ...env },
+		stdio: ['pipe', 'pipe', 'inherit'],
+	});
+	children.add(child);
+	child.on('exit', () => children.delete(child));
+	return child;
+}
+
+function firstLine(child) {
+	return new Promise((resolve, reject) => {
+		const lines = readline.createInterface({ input: child.stdout });
+		lines.once('line', (line) => resolve(JSON.parse(line)));
+		child.once('exit', (code) => reject(new Error(`${child.spawnargs.join(' ')} exited with ${code} before answering`)));
+	});
+}
+
+const started = performance.now();
+const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'imagepack-bench-'));
+const servers = startChild('servers.mjs', [], { BENCH_IMAGE_BYTES: String(imageBytes) });
+const endpoints = await firstLine(servers);
+log(`emulator ${endpoints.baseUrl} (child process ${servers.pid}), realistic file host ${endpoints.realisticBaseUrl}`);
+
+const nodes = { ImagePack };
+const triggerPath = path.join(here, '..', '..', 'nodes', 'ImagePack', 'ImagePackTrigger.node.ts');
+if (fs.existsSync(triggerPath)) nodes.ImagePackTrigger = (await import('../../nodes/ImagePack/ImagePackTrigger.node.ts')).ImagePackTrigger;
+const env = benchEnv({ clock: { now: () => performance.now() }, emulator: endpoints, quick, nodes, log });
+// n8n 2.x runs with filesystem binary data by default: measure the node the way it runs there.
+await useFilesystemBinaryData(path.join(storage, 'main'));
+
+const figures = [];
+try {
+	if (wanted('generate')) figures.push(...(await benchGenerate(env)));
+	if (wanted('trigger')) {
+		const triggerModule = path.join(here, 'trigger.bench.ts');
+		if (fs.existsSync(triggerModule) && nodes.ImagePackTrigger) {
+			const { benchTrigger } = await import('./trigger.bench.ts');
+			figures.push(...(await benchTrigger(env)));
+		} else {
+			log('trigger benchmarks skipped: the trigger node (or test/bench/trigger.bench.ts) does not exist yet');
+		}
+	}
+	if (wanted('download')) {
+		const cases = [
+			{ label: 'emulator PNGs, Generate n=4 4K', baseUrl: endpoints.baseUrl, mode: 'generate', meaningful: false },
+			{ label: `realistic host, Generate n=4 4K`, baseUrl: endpoints.realisticBaseUrl, mode: 'generate', meaningful: true },
+			{ label: `realistic host, 4 × Download File`, baseUrl: endpoints.realisticBaseUrl, mode: 'download', meaningful: true },
+		];
+		const measured = [];
+		for (const c of cases) {
+			log(`download: ${c.label}`);
+			await env.control.reset();
+			const run = {
+				mode: c.mode,
+				baseUrl: c.baseUrl,
+				apiKey: endpoints.apiKey,
+				storageDir: path.join(storage, `download-${measured.length}`),
+				images: 4,
+			};
+			const warmupFileUrl = c.meaningful ? '/api/file/small-warmup.png' : undefined;
+			const child = startChild('download-child.mjs', [JSON.stringify({ run, warmupFileUrl, sampleMs: 5 })], {}, ['--expose-gc']);
+			const measurement = await firstLine(child);
+			await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve()));
+			measured.push({ label: c.label, measurement, meaningful: c.meaningful });
+		}
+		figures.push(...downloadFigures(measured));
+	}
+	if (wanted('overhead')) figures.push(...(await benchOverhead(env)));
+} finally {
+	servers.kill('SIGTERM');
+	fs.rmSync(storage, { recursive: true, force: true });
+}
+
+const totalSeconds = (performance.now() - started) / 1000;
+const counts = summary(figures);
+const machine = `${os.cpus().length} cores (${os.cpus()[0]?.model?.trim() ?? 'unknown CPU'}), ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, ${os.platform()} ${os.arch()}`;
+if (args.includes('--json')) {
+	process.stdout.write(`${JSON.stringify({ quick, machine, totalSeconds, summary: counts, figures }, null, 2)}\n`);
+} else if (args.includes('--markdown')) {
+	process.stdout.write(`${markdownTable(figures)}\n\nMachine: ${machine}. \`npm run bench${quick ? ' -- --quick' : ''}\`, ${totalSeconds.toFixed(0)} s.\n`);
+} else {
+	process.stdout.write(`${textTable(figures)}\n\nMachine: ${machine}; ${totalSeconds.toFixed(0)} s.\n`);
+}
+process.stderr.write(`bench: ${counts.pass} pass, ${counts.miss} miss, ${counts.info} info\n`);
+// Keep-alive sockets of n8n's HTTP agents would hold the process open.
+process.exit(0);

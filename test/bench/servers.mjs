@@ -1,0 +1,97 @@
+// Child process of the benchmark launcher: the emulator, plus a "realistic file host" in front of it.
+// Run as `node --import tsx test/bench/servers.mjs`; prints one JSON line with the endpoints, stops on
+// SIGTERM or when its stdin closes (the launcher went away).
+//
+// The realistic host proxies every request to the emulator except the file routes: /api/file/<name>
+// answers 302 to /signed/<name> on the same host (like the API), and /signed/<name> streams
+// BENCH_IMAGE_BYTES of incompressible bytes as image/png (64 KiB for names starting small-, the warm-up). The emulator's own PNGs are 1-bit palette
+// images (a 4K one is a few KiB), far smaller than a real 4K image, so the memory benchmark needs this.
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import { Readable } from 'node:stream';
+
+import { startEmulator } from '../emulator/index.ts';
+
+const imageBytes = Number(process.env.BENCH_IMAGE_BYTES ?? 16 * 1024 * 1024);
+const emulator = await startEmulator({ port: 0, requestLogLimit: 250_000 });
+const upstream = new URL(emulator.baseUrl);
+const block = randomBytes(64 * 1024);
+const stats = { file: 0, signedFile: 0, keyOnSignedLink: 0, proxied: 0 };
+
+function imageStream(size) {
+	return Readable.from(
+		(function* () {
+			for (let sent = 0; sent < size; sent += block.length) yield block.subarray(0, Math.min(block.length, size - sent));
+		})(),
+	);
+}
+
+let origin = '';
+const host = http.createServer((req, res) => {
+	const url = new URL(req.url ?? '/', 'http://bench');
+	let match = /^\/api\/file\/([^/]+)$/.exec(url.pathname);
+	if (match && req.method === 'GET') {
+		stats.file++;
+		if (!req.headers.authorization) {
+			res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"code":"unauthorized"}}');
+			return;
+		}
+		res.writeHead(302, { location: `${origin}/signed/${match[1]}?expires=0&signature=bench`, 'content-length': '0' }).end();
+		return;
+	}
+	match = /^\/signed\/([^/]+)$/.exec(url.pathname);
+	if (match && req.method === 'GET') {
+		const size = match[1].startsWith('small-') ? 64 * 1024 : imageBytes;
+		if (size === imageBytes) stats.signedFile++;
+		if (req.headers.authorization) stats.keyOnSignedLink++;
+		res.writeHead(200, {
+			'content-type': 'image/png',
+			'content-length': String(size),
+			'content-disposition': `inline; filename="${match[1]}"`,
+		});
+		imageStream(size).pipe(res);
+		return;
+	}
+	if (url.pathname === '/_bench/stats') {
+		res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...stats, imageBytes }));
+		return;
+	}
+	stats.proxied++;
+	const forward = http.request(
+		{ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+		(answer) => {
+			res.writeHead(answer.statusCode ?? 502, answer.headers);
+			answer.pipe(res);
+		},
+	);
+	forward.on('error', () => res.destroy());
+	req.pipe(forward);
+});
+await new Promise((resolve) => host.listen(0, '127.0.0.1', resolve));
+origin = `http://127.0.0.1:${host.address().port}`;
+
+process.stdout.write(
+	`${JSON.stringify({
+		baseUrl: emulator.baseUrl,
+		fileBaseUrl: emulator.fileBaseUrl,
+		apiKey: emulator.apiKey,
+		accountId: emulator.accountId,
+		realisticBaseUrl: origin,
+		imageBytes,
+	})}\n`,
+);
+
+let stopping = false;
+const stop = async () => {
+	if (stopping) return;
+	stopping = true;
+	host.closeAllConnections();
+	host.close();
+	await emulator.close();
+	process.exit(0);
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+process.stdin.on('end', stop);
+process.stdin.on('close', stop);
+process.stdin.resume();
