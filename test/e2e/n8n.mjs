@@ -181,10 +181,14 @@ export async function importCredential(userFolder, credentials, options = {}) {
 	return result;
 }
 
-/** Imports a workflow (object with an explicit `id`, or a path to a JSON file). */
+/**
+ * Imports a workflow (object with an explicit `id`, or a path to a JSON file), or an array of them in
+ * one `n8n import:workflow` call (each CLI start costs seconds).
+ */
 export async function importWorkflow(userFolder, workflow, options = {}) {
-	const value = typeof workflow === 'string' ? JSON.parse(fs.readFileSync(workflow, 'utf8')) : workflow;
-	if (!value.id) throw new Error('importWorkflow: the workflow needs an explicit id');
+	const read = (w) => (typeof w === 'string' ? JSON.parse(fs.readFileSync(w, 'utf8')) : w);
+	const value = Array.isArray(workflow) ? workflow.map(read) : read(workflow);
+	for (const one of [value].flat()) if (!one.id) throw new Error(`importWorkflow: "${one.name}" needs an explicit id`);
 	const file = writeTempJson(userFolder, 'workflow', value);
 	const result = await n8nCliOk(['import:workflow', `--input=${file}`], { ...options, userFolder });
 	fs.rmSync(file, { force: true });
@@ -302,6 +306,19 @@ export async function readExecutions(userFolder, workflowId, options = {}) {
 			nodeOutput: (name, output = 0) => runData[name]?.at(-1)?.data?.main?.[output] ?? [],
 		};
 	});
+}
+
+/**
+ * The bytes of a binary in an execution's output. n8n 2.x keeps binaries on disk ("filesystem-v2":
+ * `<user folder>/.n8n/storage/<path from the id>`); inline base64 data is decoded as is.
+ */
+export function readBinary(userFolder, binary) {
+	if (binary.id) {
+		const [mode, ...rest] = binary.id.split(':');
+		if (!mode.startsWith('filesystem')) throw new Error(`readBinary: unsupported binary data mode ${mode}`);
+		return fs.readFileSync(path.join(userFolder, '.n8n', 'storage', rest.join(':')));
+	}
+	return Buffer.from(binary.data, 'base64');
 }
 
 /** A free TCP port on localhost. */
