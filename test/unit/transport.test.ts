@@ -286,3 +286,11 @@ describe('transport: file downloads', () => {
 		expect(error.message).toContain('signed download link was refused');
 	});
 });
+
+describe('transport: messages follow the route', () => {
+	it('internal_error on a read does not promise a refund', async () => {
+		api.script(LIST, (_request, reply) => reply.code(500).send(apiErrorBody('internal_error')));
+		const error = await probeError({ action: 'get' });
+		expect(error.message).toBe('The Image Pack API failed with an internal error (HTTP 500)');
+	});
+});

@@ -64,6 +64,10 @@ export function englishMessage(info: ApiErrorInfo, path: string): string {
 		if (path.startsWith('/api/file/')) return 'The file does not exist or belongs to another account';
 		return MESSAGES.not_found;
 	}
+	// The refund promise belongs to generate; on the read endpoints it is just a server failure.
+	if (info.code === 'internal_error' && scopeForPath(path) !== 'generate:write') {
+		return `The Image Pack API failed with an internal error (HTTP ${info.httpStatus})`;
+	}
 	const known = MESSAGES[info.code];
 	if (known) return known;
 	if (info.httpStatus >= 500) return `The Image Pack API failed with HTTP ${info.httpStatus}`;
@@ -113,6 +117,9 @@ export function retryAfterSeconds(header: unknown, now = Date.now()): number | u
 	if (typeof header !== 'string' && typeof header !== 'number') return undefined;
 	const value = String(header).trim();
 	if (/^\d+(\.\d+)?$/.test(value)) return Number(value);
+	// Date.parse reads almost anything ("-5", "foo 1"): only take what looks like an HTTP date
+	// (a month or day name and a hh:mm:ss time), so garbage falls back to the caller's backoff.
+	if (!/[a-z]{3}/i.test(value) || !/\d{1,2}:\d{2}:\d{2}/.test(value)) return undefined;
 	const date = Date.parse(value);
 	return Number.isNaN(date) ? undefined : Math.max(0, (date - now) / 1000);
 }
