@@ -3,12 +3,34 @@
 import { ImagePack } from '../../nodes/ImagePack/ImagePack.node.ts';
 import { prepareDownload, generatedFileUrls, runDownload, useNodeClass } from './download.bench.ts';
 
-const { run, warmupFileUrl, sampleMs = 5 } = JSON.parse(process.argv[2]);
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+
+const { run, warmupFileUrl, fileUrls: givenUrls, sampleMs = 5 } = JSON.parse(process.argv[2]);
+
+/** The floor: a bare client (node:http, 302 then the signed link, piped to a file), no n8n. */
+async function bareDownload(urls) {
+	const get = (url, headers = {}) => new Promise((resolve, reject) => http.get(url, { headers }, resolve).on('error', reject));
+	fs.mkdirSync(run.storageDir, { recursive: true });
+	const sizes = [];
+	for (const [index, url] of urls.entries()) {
+		const redirect = await get(new URL(url, run.baseUrl), { authorization: `Bearer ${run.apiKey}` });
+		redirect.resume();
+		const file = path.join(run.storageDir, `bare-${index}`);
+		await pipeline(await get(new URL(redirect.headers.location, run.baseUrl)), fs.createWriteStream(file));
+		sizes.push(fs.statSync(file).size);
+	}
+	return { files: sizes.length, sizes };
+}
+const bare = run.mode === 'bare';
 useNodeClass(ImagePack);
 const settle = () => new Promise((resolve) => setTimeout(resolve, 100));
 
-await prepareDownload(run, warmupFileUrl);
-const fileUrls = run.mode === 'download' ? await generatedFileUrls(run) : [];
+if (bare) await bareDownload([warmupFileUrl]);
+else await prepareDownload(run, warmupFileUrl);
+const fileUrls = givenUrls ?? (run.mode === 'download' ? await generatedFileUrls(run) : []);
 for (let i = 0; i < 3; i++) {
 	globalThis.gc?.();
 	await settle();
@@ -23,7 +45,7 @@ const sample = () => {
 };
 const timer = setInterval(sample, sampleMs);
 const started = performance.now();
-const result = await runDownload(run, fileUrls);
+const result = bare ? await bareDownload(fileUrls) : await runDownload(run, fileUrls);
 const ms = performance.now() - started;
 clearInterval(timer);
 sample();

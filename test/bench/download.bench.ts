@@ -9,7 +9,8 @@ import { runNode, useFilesystemBinaryData } from '../harness/n8n';
 import type { Figure } from './figures';
 import { figure, formatValue } from './figures';
 
-export type DownloadMode = 'generate' | 'download';
+/** generate / download: the node; bare: a plain node:http client (the floor), run by the .mjs child. */
+export type DownloadMode = 'generate' | 'download' | 'bare';
 
 export interface DownloadRun {
 	mode: DownloadMode;
@@ -109,29 +110,62 @@ export interface DownloadMeasurement extends DownloadResult {
 	growth: { rss: number; heapUsed: number; external: number; arrayBuffers: number };
 }
 
-export function downloadFigures(
-	cases: Array<{ label: string; measurement: DownloadMeasurement; meaningful: boolean }>,
-): Figure[] {
-	const group = '4. Download 4 × 4K images, n8n filesystem binary mode (fresh process each)';
+export interface DownloadCase {
+	label: string;
+	measurement: DownloadMeasurement;
+	/** The emulator's tiny PNGs: shown, not judged. */
+	meaningful: boolean;
+	/** The bare client's run on the same files, when this is a node run. */
+	bare?: DownloadMeasurement;
+	/** The bare client itself: the reference, not judged. */
+	reference?: boolean;
+}
+
+export function downloadFigures(cases: DownloadCase[]): Figure[] {
+	const group = '4. Download 4 × 4K images, n8n filesystem binary mode (fresh process each, RSS sampled every 5 ms)';
 	const figures: Figure[] = [];
-	for (const { label, measurement, meaningful } of cases) {
+	for (const { label, measurement, meaningful, bare, reference } of cases) {
 		const image = Math.max(...measurement.sizes);
+		const growth = measurement.growth.rss;
+		const detail = `heap +${formatValue(measurement.growth.heapUsed, 'bytes')}, buffers +${formatValue(measurement.growth.arrayBuffers, 'bytes')}`;
+		figures.push(figure({ group, figure: `${label}: one image`, measured: image, unit: 'bytes' }));
+		if (!meaningful) {
+			figures.push(
+				figure({
+					group,
+					figure: `${label}: peak RSS growth (${detail})`,
+					measured: growth,
+					ideal: image,
+					unit: 'bytes',
+					target: 'n/a (image below RSS noise)',
+					note: 'The emulator serves 1-bit palette PNGs (a 4K one is a few KiB), so RSS growth against it is runtime noise; the realistic host in front of the emulator serves incompressible files of a real 4K PNG\'s size through the same 302 → signed-link path.',
+				}),
+			);
+			continue;
+		}
 		figures.push(
-			figure({ group, figure: `${label}: one image`, measured: image, unit: 'bytes' }),
 			figure({
 				group,
-				figure: `${label}: peak RSS growth (heap ${formatValue(measurement.growth.heapUsed, 'bytes')}, buffers ${formatValue(measurement.growth.arrayBuffers, 'bytes')})`,
-				measured: measurement.growth.rss,
+				figure: `${label}: peak RSS growth vs one image (${detail})`,
+				measured: growth,
 				ideal: image,
 				unit: 'bytes',
-				...(meaningful
-					? { maxRatio: 1.5 }
-					: {
-							target: 'n/a (image below RSS noise)',
-							note: 'The emulator serves 1-bit palette PNGs (a 4K one is a few KiB), so RSS growth against it is only noise of the runtime; the realistic host in front of the emulator serves incompressible files of a real 4K PNG\'s size through the same 302 → signed-link path.',
-						}),
+				...(reference ? { target: 'reference (no n8n)' } : { maxRatio: 1.5, target: 'ratio ≤ 1.5 (§7)' }),
+				note: 'Streaming costs a bounded amount, not a multiple of the image: Node frees socket chunks only when V8 collects them, and V8 lets about 30 MiB of such off-heap garbage pile up before it does, so growth follows the bytes streamed up to that cap (≈ 30 MiB for 4 × 4, 8, 16 or 32 MiB images alike). A bare node:http client piping the same files to disk shows the same growth, so "≤ 1.5 × one image" holds only for images of about 20 MiB and more. Proposed target: peak RSS growth ≤ 1.5 × the bare streaming client\'s, and independent of image size.',
 			}),
 		);
+		if (bare) {
+			figures.push(
+				figure({
+					group,
+					figure: `${label}: peak RSS growth vs a bare streaming client (proposed)`,
+					measured: growth,
+					ideal: bare.growth.rss,
+					unit: 'bytes',
+					maxRatio: 1.5,
+				}),
+			);
+		}
 	}
 	return figures;
 }

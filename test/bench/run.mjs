@@ -22,7 +22,8 @@ const quick = args.includes('--quick');
 const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
 const wanted = (name) => !only || only.includes(name);
 const log = (line) => process.stderr.write(`bench: ${line}\n`);
-const imageBytes = quick ? 8 * 1024 * 1024 : 16 * 1024 * 1024;
+const imageMib = Number(args.find((a) => a.startsWith('--image-mib='))?.slice(12) ?? (quick ? 8 : 16));
+const imageBytes = Math.round(imageMib * 1024 * 1024);
 
 const children = new Set();
 function startChild(script, childArgs, env = {}, nodeFlags = []) {
@@ -69,29 +70,36 @@ try {
 		}
 	}
 	if (wanted('download')) {
-		const cases = [
-			{ label: 'emulator PNGs, Generate n=4 4K', baseUrl: endpoints.baseUrl, mode: 'generate', meaningful: false },
-			{ label: `realistic host, Generate n=4 4K`, baseUrl: endpoints.realisticBaseUrl, mode: 'generate', meaningful: true },
-			{ label: `realistic host, 4 × Download File`, baseUrl: endpoints.realisticBaseUrl, mode: 'download', meaningful: true },
-		];
-		const measured = [];
-		for (const c of cases) {
-			log(`download: ${c.label}`);
+		const realistic = endpoints.realisticBaseUrl;
+		const files = (mib, tag) => Array.from({ length: 4 }, (_, i) => `/api/file/mib${mib}-${tag}-${i}.png`);
+		const small = Math.max(1, Math.round(imageMib / 4));
+		const runs = {};
+		const measure = async (name, mode, baseUrl, fileUrls, warm = true) => {
+			log(`download: ${name}`);
 			await env.control.reset();
-			const run = {
-				mode: c.mode,
-				baseUrl: c.baseUrl,
-				apiKey: endpoints.apiKey,
-				storageDir: path.join(storage, `download-${measured.length}`),
-				images: 4,
-			};
-			const warmupFileUrl = c.meaningful ? '/api/file/small-warmup.png' : undefined;
-			const child = startChild('download-child.mjs', [JSON.stringify({ run, warmupFileUrl, sampleMs: 5 })], {}, ['--expose-gc']);
+			const run = { mode, baseUrl, apiKey: endpoints.apiKey, storageDir: path.join(storage, name.replace(/\W+/g, '-')), images: 4 };
+			const warmupFileUrl = warm ? '/api/file/small-warmup.png' : undefined;
+			const child = startChild('download-child.mjs', [JSON.stringify({ run, warmupFileUrl, fileUrls, sampleMs: 5 })], {}, ['--expose-gc']);
 			const measurement = await firstLine(child);
 			await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve()));
-			measured.push({ label: c.label, measurement, meaningful: c.meaningful });
-		}
-		figures.push(...downloadFigures(measured));
+			runs[name] = measurement;
+			return measurement;
+		};
+		await measure('emulator', 'generate', endpoints.baseUrl, undefined, false);
+		await measure('bare', 'bare', realistic, files(imageMib, 'bare'));
+		await measure('bareSmall', 'bare', realistic, files(small, 'bare'));
+		await measure('generate', 'generate', realistic, undefined);
+		await measure('download', 'download', realistic, files(imageMib, 'dl'));
+		await measure('downloadSmall', 'download', realistic, files(small, 'dl'));
+		figures.push(
+			...downloadFigures([
+				{ label: 'emulator PNGs, Generate n=4 4K', measurement: runs.emulator, meaningful: false },
+				{ label: 'bare node:http client, 4 files piped to disk', measurement: runs.bare, meaningful: true, reference: true },
+				{ label: 'Generate n=4 4K, downloadImages', measurement: runs.generate, meaningful: true, bare: runs.bare },
+				{ label: '4 × Download File', measurement: runs.download, meaningful: true, bare: runs.bare },
+				{ label: `4 × Download File, ${small} MiB images`, measurement: runs.downloadSmall, meaningful: true, bare: runs.bareSmall },
+			]),
+		);
 	}
 	if (wanted('overhead')) figures.push(...(await benchOverhead(env)));
 } finally {

@@ -4,7 +4,7 @@
 //
 // The realistic host proxies every request to the emulator except the file routes: /api/file/<name>
 // answers 302 to /signed/<name> on the same host (like the API), and /signed/<name> streams
-// BENCH_IMAGE_BYTES of incompressible bytes as image/png (64 KiB for names starting small-, the warm-up). The emulator's own PNGs are 1-bit palette
+// BENCH_IMAGE_BYTES of incompressible bytes as image/png (64 KiB for names starting small-, the warm-up; N MiB for names starting mibN-). The emulator's own PNGs are 1-bit palette
 // images (a 4K one is a few KiB), far smaller than a real 4K image, so the memory benchmark needs this.
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
@@ -41,8 +41,9 @@ const host = http.createServer((req, res) => {
 	}
 	match = /^\/signed\/([^/]+)$/.exec(url.pathname);
 	if (match && req.method === 'GET') {
-		const size = match[1].startsWith('small-') ? 64 * 1024 : imageBytes;
-		if (size === imageBytes) stats.signedFile++;
+		const sized = /^mib(\d+)-/.exec(match[1]);
+		const size = match[1].startsWith('small-') ? 64 * 1024 : sized ? Number(sized[1]) * 1024 * 1024 : imageBytes;
+		stats.signedFile++;
 		if (req.headers.authorization) stats.keyOnSignedLink++;
 		res.writeHead(200, {
 			'content-type': 'image/png',
