@@ -1,0 +1,110 @@
+/**
+ * The example workflows users import (test/e2e/workflows/*.json, linked from the README): well-formed,
+ * free of credentials, made of node types and versions the pinned n8n knows, and importable. The AI
+ * example has no LLM here: it is checked statically, plus what n8n makes of the Image Pack tool node.
+ * (The batch example runs in actions.test.mjs, the listing example in trigger.test.mjs.)
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+
+import { PACKAGE_NODE_PREFIX, emulatorCredential, exampleWorkflows, startTestEmulator, withCredential } from './fixtures.mjs';
+import { createUserFolder, importCredential, importWorkflow, n8nCli, packPackage } from './n8n.mjs';
+
+const examples = exampleWorkflows();
+
+describe('example workflows', () => {
+	let userFolder;
+	let nodeTypes;
+	let exported;
+
+	before(async () => {
+		userFolder = await createUserFolder({ tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()) });
+		const dir = userFolder.dir;
+		const nodesFile = path.join(dir, 'nodes.json');
+		const listed = await n8nCli(['export:nodes', `--output=${nodesFile}`], { userFolder: dir, env: { N8N_LOG_LEVEL: 'error' } });
+		assert.equal(listed.code, 0, listed.stdout + listed.stderr);
+		nodeTypes = JSON.parse(fs.readFileSync(nodesFile, 'utf8'));
+
+		// Imported the way the sandbox imports them: with a credential filled in (the emulator is not called).
+		const emulator = await startTestEmulator();
+		const credential = emulatorCredential(emulator);
+		await emulator.close();
+		await importCredential(dir, credential);
+		await importWorkflow(dir, examples.map(({ workflow }) => withCredential(workflow, credential)));
+		const workflowsFile = path.join(dir, 'workflows.json');
+		const result = await n8nCli(['export:workflow', '--all', `--output=${workflowsFile}`], { userFolder: dir });
+		assert.equal(result.code, 0, result.stdout + result.stderr);
+		exported = new Map(JSON.parse(fs.readFileSync(workflowsFile, 'utf8')).map((workflow) => [workflow.id, workflow]));
+	});
+
+	after(() => userFolder?.cleanup());
+
+	it('there are the three documented examples', () => {
+		assert.deepEqual(
+			examples.map(({ file }) => file),
+			['ai-agent-tool.json', 'publish-to-listing.json', 'scheduled-batch-generation.json'],
+		);
+	});
+
+	for (const { file, workflow } of examples) {
+		describe(file, () => {
+			it('is well-formed: explicit id, unique node names and ids, connections between existing nodes', () => {
+				assert.match(workflow.id, /^[A-Za-z0-9]{16}$/);
+				assert.match(workflow.name, /^Image Pack: /);
+				const names = workflow.nodes.map((n) => n.name);
+				assert.equal(new Set(names).size, names.length);
+				assert.equal(new Set(workflow.nodes.map((n) => n.id)).size, names.length);
+				for (const [from, outputs] of Object.entries(workflow.connections)) {
+					assert.ok(names.includes(from), `connection from unknown node ${from}`);
+					for (const targets of Object.values(outputs).flat()) {
+						for (const target of targets) assert.ok(names.includes(target.node), `connection to unknown node ${target.node}`);
+					}
+				}
+			});
+
+			it('carries no credentials and explains itself in sticky notes', () => {
+				assert.ok(workflow.nodes.every((n) => !n.credentials), 'credentials are picked by the user');
+				assert.doesNotMatch(JSON.stringify(workflow), /sk_[A-Za-z0-9]/, 'no API key');
+				const notes = workflow.nodes.filter((n) => n.type === 'n8n-nodes-base.stickyNote');
+				assert.ok(notes.length >= 2);
+				assert.match(notes[0].parameters.content, /^## /);
+			});
+
+			it('uses node types and versions that n8n 2.41.1 knows, and imports', () => {
+				for (const n of workflow.nodes) {
+					const type = nodeTypes.find((t) => t.name === n.type && [t.version].flat().includes(n.typeVersion));
+					assert.ok(type, `${n.name}: ${n.type} v${n.typeVersion} is not known to n8n`);
+				}
+				const imported = exported.get(workflow.id);
+				assert.ok(imported, 'imported');
+				assert.equal(imported.name, workflow.name);
+				assert.deepEqual(imported.nodes.map((n) => n.name), workflow.nodes.map((n) => n.name));
+				for (const n of imported.nodes.filter((n) => n.type.startsWith(PACKAGE_NODE_PREFIX))) {
+					assert.equal(n.credentials?.imagePackApi?.id, 'imagePackEmuCred');
+				}
+			});
+		});
+	}
+
+	it('AI example: the Image Pack tool node is an AI tool exposing the Generate parameters; the agent gets model and tool', () => {
+		const tool = nodeTypes.find((t) => t.name === 'n8n-nodes-imagepack.imagePackTool');
+		assert.ok(tool, 'n8n derives the tool variant from usableAsTool');
+		assert.deepEqual(tool.outputs, ['ai_tool']);
+		const properties = tool.properties.map((p) => p.name);
+		for (const name of ['toolDescription', 'resource', 'operation', 'prompt', 'model', 'ratio', 'resolution', 'n', 'referenceImageIds', 'sessionId', 'options']) {
+			assert.ok(properties.includes(name), `tool property ${name}`);
+		}
+		assert.match(tool.description, /Generate e-commerce product images/);
+
+		const workflow = examples.find(({ file }) => file === 'ai-agent-tool.json').workflow;
+		const toolNode = workflow.nodes.find((n) => n.type === 'n8n-nodes-imagepack.imagePackTool');
+		assert.match(toolNode.parameters.prompt, /\$fromAI\('prompt'/);
+		assert.equal(toolNode.parameters.options.downloadImages, false);
+		assert.ok(toolNode.parameters.options.maxCreditsPerItem > 0, 'a budget guard the agent cannot change');
+		assert.deepEqual(workflow.connections[toolNode.name].ai_tool[0][0], { node: 'AI Agent', type: 'ai_tool', index: 0 });
+		const model = workflow.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.lmChatOpenAi');
+		assert.deepEqual(workflow.connections[model.name].ai_languageModel[0][0], { node: 'AI Agent', type: 'ai_languageModel', index: 0 });
+	});
+});
