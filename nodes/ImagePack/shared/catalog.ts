@@ -144,8 +144,9 @@ export function autoCandidates(ratio: Ratio, query: PriceQuery): ModelSpec[] {
 }
 
 /**
- * Credits a request reserves. For `auto` the service does not say which model it picks, so the
- * estimate is the highest price among the models it may pick: a budget guard must never undershoot.
+ * Credits a request reserves, or undefined when no model can serve it (ratio, resolution or
+ * references). For `auto` the service does not say which model it picks, so the estimate is the
+ * highest price among the models it may pick: a budget guard must never undershoot.
  */
 export function estimateCredits(
 	modelId: string,
@@ -153,7 +154,10 @@ export function estimateCredits(
 	query: PriceQuery,
 	n: ImageCount,
 ): number | undefined {
-	const candidates = modelId === AUTO_MODEL ? autoCandidates(ratio, query) : [findModel(modelId)];
+	const candidates =
+		modelId === AUTO_MODEL
+			? autoCandidates(ratio, query)
+			: [findModel(modelId)].filter((model) => model?.ratios.includes(ratio));
 	const prices = candidates
 		.map((model) => (model ? creditsPerImage(model, query) : undefined))
 		.filter((price): price is number => price !== undefined);

@@ -24,7 +24,8 @@ export async function mapWithConcurrency<T, R>(
 			}
 		}
 	};
-	await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, inputs.length)) }, lane));
+	// `limit || 1`: a NaN limit (an expression gone wrong) would otherwise start no lane at all.
+	await Promise.all(Array.from({ length: Math.max(1, Math.min(limit || 1, inputs.length)) }, lane));
 	if (failure) throw failure.error;
 	return results;
 }
@@ -37,7 +38,7 @@ export interface ErrorFacts {
 }
 
 export function errorFacts(error: unknown): ErrorFacts {
-	const context = ((error as { context?: IDataObject }).context ?? {}) as IDataObject;
+	const context = ((error as { context?: IDataObject } | null | undefined)?.context ?? {}) as IDataObject;
 	return {
 		code: typeof context.code === 'string' ? context.code : null,
 		httpStatus: typeof context.httpStatus === 'number' && context.httpStatus > 0 ? context.httpStatus : null,
@@ -45,10 +46,15 @@ export function errorFacts(error: unknown): ErrorFacts {
 	};
 }
 
+function errorMessage(error: unknown): string {
+	const message = (error as { message?: unknown } | null | undefined)?.message;
+	return typeof message === 'string' ? message : String(error);
+}
+
 /** The output item of a failed input item under Continue On Fail. */
 export function errorItem(error: unknown, itemIndex: number): INodeExecutionData {
 	return {
-		json: { error: (error as Error).message, ...errorFacts(error) },
+		json: { error: errorMessage(error), ...errorFacts(error) },
 		pairedItem: { item: itemIndex },
 	};
 }

@@ -107,11 +107,15 @@ export function normalizeManifest(manifest: unknown): NormalizedManifest {
 	if (object && Array.isArray(object.slots) && (schemaVersion === 2 || schemaVersion === null)) {
 		return fromSlots(object);
 	}
+	// A known version without its list is malformed, not unknown: say which list is missing.
+	const list = schemaVersion === 3 ? 'blocks' : schemaVersion === 2 ? 'slots' : undefined;
 	return {
 		schemaVersion,
 		notes: [],
 		images: [],
 		deletedImages: 0,
-		unsupported: `schemaVersion ${schemaVersion ?? 'missing'} is not known to this node; the manifest is passed on unchanged`,
+		unsupported: list
+			? `schemaVersion ${schemaVersion} manifest has no ${list} list; the manifest is passed on unchanged`
+			: `schemaVersion ${schemaVersion ?? 'missing'} is not known to this node; the manifest is passed on unchanged`,
 	};
 }

@@ -117,7 +117,9 @@ function oneOf<T extends string | number>(parameter: string, label: string, valu
 
 /** Validates one item's Generate parameters; throws a ValidationIssue naming the parameter. */
 export function validateGenerate(parameters: GenerateParameters): ValidatedGenerate {
-	const prompt = (parameters.prompt ?? '').trim();
+	// String(): an expression may hand over a number; the API counts characters (code points), not UTF-16 units.
+	const prompt = String(parameters.prompt ?? '').trim();
+	const promptLength = [...prompt].length;
 	const references = parseReferenceImageIds(parameters.referenceImageIds);
 	if (!prompt && references.length === 0) {
 		throw new ValidationIssue(
@@ -125,10 +127,10 @@ export function validateGenerate(parameters: GenerateParameters): ValidatedGener
 			'Prompt is empty and no Reference Image IDs are given: provide a prompt, reference images, or both',
 		);
 	}
-	if (prompt.length > MAX_PROMPT_LENGTH) {
+	if (promptLength > MAX_PROMPT_LENGTH) {
 		throw new ValidationIssue(
 			'prompt',
-			`Prompt has ${prompt.length} characters; the maximum is ${MAX_PROMPT_LENGTH}`,
+			`Prompt has ${promptLength} characters; the maximum is ${MAX_PROMPT_LENGTH}`,
 		);
 	}
 
@@ -171,7 +173,7 @@ export function validateGenerate(parameters: GenerateParameters): ValidatedGener
 		);
 	}
 
-	const sessionId = (parameters.sessionId ?? '').trim();
+	const sessionId = String(parameters.sessionId ?? '').trim();
 	if (sessionId && !/^s_[A-Za-z0-9_-]+$/.test(sessionId)) {
 		throw new ValidationIssue('sessionId', `"${sessionId}" is not a session id (they look like s_...)`);
 	}

@@ -1,0 +1,248 @@
+/**
+ * The pure helpers of the transport: where a file reference points and whether it may get the key
+ * (PRODUCT.md §3: never send the key to another host), MIME types, and network error codes.
+ */
+import {
+	mimeTypeFor,
+	networkErrorCode,
+	resolveFileReference,
+} from '../../nodes/ImagePack/shared/transport';
+
+const BASE = 'https://images.example.com';
+
+describe('resolveFileReference', () => {
+	it('puts a bare file name under /api/file/ on the credential’s host, authenticated', () => {
+		expect(resolveFileReference('abc123.png', BASE)).toEqual({
+			url: 'https://images.example.com/api/file/abc123.png',
+			authenticated: true,
+			fileName: 'abc123.png',
+		});
+	});
+
+	it('encodes a bare file name and reports it decoded', () => {
+		expect(resolveFileReference('my photo #1?.png', BASE)).toEqual({
+			url: 'https://images.example.com/api/file/my%20photo%20%231%3F.png',
+			authenticated: true,
+			fileName: 'my photo #1?.png',
+		});
+		expect(resolveFileReference('../secret.png', BASE).url).toBe(
+			'https://images.example.com/api/file/..%2Fsecret.png',
+		);
+	});
+
+	it('trims surrounding whitespace', () => {
+		expect(resolveFileReference('  /api/file/x.png \n', BASE).url).toBe(
+			'https://images.example.com/api/file/x.png',
+		);
+		expect(resolveFileReference('\tx.png ', BASE).url).toBe(
+			'https://images.example.com/api/file/x.png',
+		);
+	});
+
+	it('joins an API path (images[].url, download_url) to the base URL, authenticated', () => {
+		expect(resolveFileReference('/api/file/x.png', BASE)).toEqual({
+			url: 'https://images.example.com/api/file/x.png',
+			authenticated: true,
+			fileName: 'x.png',
+		});
+		expect(resolveFileReference('/api/file/x.png?download=1', BASE)).toEqual({
+			url: 'https://images.example.com/api/file/x.png?download=1',
+			authenticated: true,
+			fileName: 'x.png',
+		});
+		expect(resolveFileReference('/api/file/a%20b.png', BASE).fileName).toBe('a b.png');
+	});
+
+	it('keeps a path that only looks like another host on the credential’s host', () => {
+		const resolved = resolveFileReference('//evil.example.net/api/file/x.png', BASE);
+		expect(new URL(resolved.url).host).toBe('images.example.com');
+		expect(resolved.authenticated).toBe(true);
+	});
+
+	it.each([
+		'https://images.example.com/api/file/x.png',
+		'https://IMAGES.example.com/api/file/x.png',
+		'https://images.example.com:443/api/file/x.png',
+		'HTTPS://images.example.com/api/file/x.png',
+	])('authenticates a full URL on the same origin: %s', (reference) => {
+		expect(resolveFileReference(reference, BASE)).toEqual({
+			url: 'https://images.example.com/api/file/x.png',
+			authenticated: true,
+			fileName: 'x.png',
+		});
+	});
+
+	it.each([
+		['another host', 'https://cdn.example.net/signed/x.png?sig=1'],
+		['a sub-domain', 'https://evil.images.example.com/api/file/x.png'],
+		['a look-alike host', 'https://images.example.com.evil.net/api/file/x.png'],
+		['another port', 'https://images.example.com:8443/api/file/x.png'],
+		['another scheme', 'http://images.example.com/api/file/x.png'],
+		['user info', 'https://images.example.com@evil.net/api/file/x.png'],
+	])('never authenticates %s', (_label, reference) => {
+		const resolved = resolveFileReference(reference, BASE);
+		expect(resolved.authenticated).toBe(false);
+		expect(resolved.url).toBe(new URL(reference).toString());
+		expect(resolved.fileName).toBe('x.png');
+	});
+
+	it('compares ports exactly on a base URL with a port', () => {
+		const base = 'http://127.0.0.1:41234';
+		expect(resolveFileReference('http://127.0.0.1:41234/api/file/x.png', base).authenticated).toBe(
+			true,
+		);
+		expect(resolveFileReference('http://127.0.0.1:41235/signed/x.png', base).authenticated).toBe(
+			false,
+		);
+		expect(resolveFileReference('http://localhost:41234/api/file/x.png', base).authenticated).toBe(
+			false,
+		);
+		expect(resolveFileReference('x.png', base).url).toBe('http://127.0.0.1:41234/api/file/x.png');
+	});
+
+	it('tolerates a base URL with trailing slashes', () => {
+		for (const base of [`${BASE}/`, `${BASE}//`]) {
+			expect(resolveFileReference('x.png', base)).toEqual({
+				url: 'https://images.example.com/api/file/x.png',
+				authenticated: true,
+				fileName: 'x.png',
+			});
+			expect(resolveFileReference('/api/file/x.png', base).url).toBe(
+				'https://images.example.com/api/file/x.png',
+			);
+			expect(
+				resolveFileReference('https://images.example.com/api/file/x.png', base).authenticated,
+			).toBe(true);
+			expect(resolveFileReference('https://other.example.com/x.png', base).authenticated).toBe(
+				false,
+			);
+		}
+	});
+
+	it('keeps a base URL’s path prefix (API paths are relative to {base_url})', () => {
+		const base = 'https://example.com/imagepack';
+		expect(resolveFileReference('x.png', base)).toEqual({
+			url: 'https://example.com/imagepack/api/file/x.png',
+			authenticated: true,
+			fileName: 'x.png',
+		});
+		expect(resolveFileReference('/api/file/x.png', base).url).toBe(
+			'https://example.com/imagepack/api/file/x.png',
+		);
+		expect(resolveFileReference('x.png', `${base}/`).url).toBe(
+			'https://example.com/imagepack/api/file/x.png',
+		);
+		// A full URL on the same origin is the same server, whatever its path.
+		expect(
+			resolveFileReference('https://example.com/imagepack/api/file/x.png', base).authenticated,
+		).toBe(true);
+		expect(
+			resolveFileReference('https://example.org/imagepack/api/file/x.png', base).authenticated,
+		).toBe(false);
+	});
+
+	it('names a reference without a file name "file"', () => {
+		expect(resolveFileReference('https://cdn.example.net/', BASE).fileName).toBe('file');
+	});
+
+	it('does not throw on a malformed percent escape', () => {
+		const resolved = resolveFileReference('/api/file/100%.png', BASE);
+		expect(resolved.authenticated).toBe(true);
+		expect(resolved.fileName).toBe('100%.png');
+	});
+});
+
+describe('mimeTypeFor', () => {
+	it.each([
+		['a.png', 'image/png'],
+		['a.PNG', 'image/png'],
+		['a.jpg', 'image/jpeg'],
+		['a.jpeg', 'image/jpeg'],
+		['a.JPEG', 'image/jpeg'],
+		['a.webp', 'image/webp'],
+		['a.gif', 'image/gif'],
+		['a.avif', 'image/avif'],
+		['archive.tar.png', 'image/png'],
+		['a.bmp', 'application/octet-stream'],
+		['noextension', 'application/octet-stream'],
+		['', 'application/octet-stream'],
+	])('guesses %p from the extension: %s', (fileName, mimeType) => {
+		expect(mimeTypeFor(fileName)).toBe(mimeType);
+	});
+
+	it('prefers a declared Content-Type, without parameters and in lower case', () => {
+		expect(mimeTypeFor('a.png', 'image/webp')).toBe('image/webp');
+		expect(mimeTypeFor('a.bin', 'Image/PNG; charset=binary')).toBe('image/png');
+		expect(mimeTypeFor('a', ' image/jpeg ;q=1')).toBe('image/jpeg');
+	});
+
+	it('ignores generic or empty Content-Types and falls back to the extension', () => {
+		expect(mimeTypeFor('a.png', 'application/octet-stream')).toBe('image/png');
+		expect(mimeTypeFor('a.png', 'binary/octet-stream')).toBe('image/png');
+		expect(mimeTypeFor('a.png', 'Application/Octet-Stream; x=1')).toBe('image/png');
+		expect(mimeTypeFor('a.png', '')).toBe('image/png');
+		expect(mimeTypeFor('a.png', undefined)).toBe('image/png');
+	});
+});
+
+describe('networkErrorCode', () => {
+	const withCode = (code: unknown, message = 'request failed') =>
+		Object.assign(new Error(message), { code });
+
+	it.each([
+		'ECONNREFUSED',
+		'ECONNRESET',
+		'ENOTFOUND',
+		'EAI_AGAIN',
+		'ETIMEDOUT',
+		'EPIPE',
+		'ECONNABORTED',
+		'ERR_SOCKET_CLOSED',
+	])('reads %s from the error itself', (code) => {
+		expect(networkErrorCode(withCode(code))).toBe(code);
+	});
+
+	it('follows the cause chain (n8n wraps the original error)', () => {
+		const root = withCode('ECONNREFUSED');
+		const wrapped = Object.assign(new Error('outer'), {
+			cause: Object.assign(new Error('middle'), { cause: root }),
+		});
+		expect(networkErrorCode(wrapped)).toBe('ECONNREFUSED');
+		// The outermost recognisable code wins.
+		expect(networkErrorCode(Object.assign(withCode('ECONNRESET'), { cause: root }))).toBe(
+			'ECONNRESET',
+		);
+	});
+
+	it('skips codes that are not network codes on the way down', () => {
+		const root = withCode('ECONNRESET');
+		expect(networkErrorCode(Object.assign(withCode(404), { cause: root }))).toBe('ECONNRESET');
+		expect(networkErrorCode(Object.assign(withCode('econnreset'), { cause: root }))).toBe(
+			'ECONNRESET',
+		);
+		expect(networkErrorCode(withCode('NodeApiError'))).toBeUndefined();
+	});
+
+	it('looks at most four levels deep', () => {
+		let error: Error = withCode('ECONNRESET', 'plain');
+		for (let depth = 0; depth < 4; depth++)
+			error = Object.assign(new Error('plain'), { cause: error });
+		expect(networkErrorCode(error)).toBeUndefined();
+	});
+
+	it('recognises timeouts and hang-ups by their message', () => {
+		expect(networkErrorCode(new Error('timeout of 60000ms exceeded'))).toBe('ETIMEDOUT');
+		expect(networkErrorCode(new Error('Request Timeout'))).toBe('ETIMEDOUT');
+		expect(networkErrorCode(new Error('socket hang up'))).toBe('ECONNRESET');
+	});
+
+	it.each([
+		['an HTTP error', new Error('Request failed with status code 500')],
+		['undefined', undefined],
+		['null', null],
+		['a string', 'ECONNRESET'],
+		['an empty object', {}],
+	])('returns undefined for %s', (_label, error) => {
+		expect(networkErrorCode(error)).toBeUndefined();
+	});
+});
