@@ -114,16 +114,8 @@ export function networkErrorCode(error: unknown): string | undefined {
 
 /** Errors after which the request certainly never reached the server. */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
-/** ERR_BAD_RESPONSE is axios' word for a body cut off mid-stream. */
-const TRANSIENT_CODES = new Set([
-	'ECONNREFUSED',
-	'ECONNRESET',
-	'EPIPE',
-	'ETIMEDOUT',
-	'ECONNABORTED',
-	'EAI_AGAIN',
-	'ERR_BAD_RESPONSE',
-]);
+/** The execution was stopped by the user: never retried. */
+const CANCELED_CODE = 'ERR_CANCELED';
 const TRANSIENT_STATUSES = new Set([502, 503, 504]);
 
 function backoff(attempt: number): number {
@@ -151,6 +143,7 @@ const NETWORK_WORDS: Record<string, string> = {
 	EAI_AGAIN: 'the host name could not be resolved right now',
 	ECONNRESET: 'the connection was reset before the answer arrived',
 	EPIPE: 'the connection was closed while sending',
+	// axios' word for a body cut off mid-stream
 	ERR_BAD_RESPONSE: 'the answer was cut off',
 };
 
@@ -217,9 +210,10 @@ async function send(ctx: ApiContext, options: IHttpRequestOptions, { request, ap
 					ctx.helpers.httpRequest(sent))) as IN8nHttpFullResponse;
 		} catch (error) {
 			const code = networkErrorCode(error);
-			const retryable = code !== undefined && TRANSIENT_CODES.has(code);
+			// A read can always be repeated, whatever broke the connection; a POST only when it
+			// certainly never left (a generation must not run twice).
 			const safeToRepeat = idempotent || (code !== undefined && NOT_SENT_CODES.has(code));
-			if (retryable && safeToRepeat && attempt <= retryPolicy.transientRetries) {
+			if (code !== CANCELED_CODE && safeToRepeat && attempt <= retryPolicy.transientRetries) {
 				await sleep(backoff(attempt));
 				continue;
 			}
