@@ -1,0 +1,89 @@
+/**
+ * The same tarball in the newest n8n 1.x that installs here (1.123.81, on this machine's Node 20; see
+ * the `v1` profile in n8n-install.mjs): the package loads, a generate workflow with binaries and the
+ * scheduled batch example run with `n8n execute` against the emulator.
+ *
+ * Skipped with E2E_SKIP_N8N_V1=1 (gulp e2e then does not install that n8n either).
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+
+import { chain, emulatorCredential, loadExample, node, startTestEmulator, withCredential } from './fixtures.mjs';
+import { createUserFolder, executeWorkflow, importCredential, importWorkflow, installPaths, n8nCli, packPackage, readBinary } from './n8n.mjs';
+
+const profile = 'v1';
+const { n8n: version } = installPaths(profile).profile;
+const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
+
+describe(`n8n ${version} (1.x) on Node ${process.versions.node}`, { skip: process.env.E2E_SKIP_N8N_V1 === '1' && 'E2E_SKIP_N8N_V1=1' }, () => {
+	let emulator;
+	let userFolder;
+
+	before(async () => {
+		emulator = await startTestEmulator();
+		userFolder = await createUserFolder({ tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()) });
+		const credential = emulatorCredential(emulator);
+		await importCredential(userFolder.dir, credential, { profile });
+		await importWorkflow(
+			userFolder.dir,
+			[
+				chain('e2eV1Generate001', 'e2e (1.x): generate with binaries', [
+					node('Generate', 'n8n-nodes-imagepack.imagePack', {
+						resource: 'image',
+						operation: 'generate',
+						prompt: 'A white ceramic mug on an oak table',
+						model: 'gpt-image-2',
+						quality: 'low',
+						ratio: '4:5',
+						n: 2,
+					}),
+				]),
+				loadExample('scheduled-batch-generation.json'),
+			].map((workflow) => withCredential(workflow, credential)),
+			{ profile },
+		);
+	});
+
+	after(async () => {
+		await emulator?.close();
+		userFolder?.cleanup();
+	});
+
+	it('loads the package: action node, trigger, tool variant and credential', async () => {
+		const output = path.join(userFolder.dir, 'nodes.json');
+		const result = await n8nCli(['export:nodes', `--output=${output}`], { userFolder: userFolder.dir, profile, env: { N8N_LOG_LEVEL: 'error' } });
+		assert.equal(result.code, 0, result.stdout + result.stderr);
+		const names = new Set(JSON.parse(fs.readFileSync(output, 'utf8')).map((type) => type.name));
+		for (const name of ['imagePack', 'imagePackTrigger', 'imagePackTool']) assert.ok(names.has(`n8n-nodes-imagepack.${name}`), name);
+	});
+
+	it('runs a generate workflow: response and binaries', async () => {
+		const result = await executeWorkflow(userFolder.dir, 'e2eV1Generate001', { profile });
+		assert.ok(result.ok, result.stdout + result.stderr);
+		const [item] = result.nodeOutput('Generate');
+		assert.equal(item.json.credits_charged, 10, 'gpt-image-2, low quality, 2 images');
+		const stored = new Map((await emulator.control.images()).map((image) => [image.id, image]));
+		for (const [index, image] of item.json.images.entries()) {
+			const binary = item.binary[`image_${index}`];
+			assert.equal(binary.fileName, image.filename);
+			assert.equal(binary.mimeType, 'image/png');
+			assert.equal(sha256(readBinary(userFolder.dir, binary)), stored.get(image.id).sha256);
+		}
+		const files = await emulator.control.requests({ listener: 'files' });
+		assert.ok(files.length === 2 && files.every((entry) => entry.headers.authorization === undefined));
+	});
+
+	it('runs the scheduled batch example from its manual trigger', async () => {
+		const result = await executeWorkflow(userFolder.dir, 'ipxBatchGenerate', { profile });
+		assert.ok(result.ok, result.stdout + result.stderr);
+		const saved = result.nodeOutput('Save results').map((item) => item.json);
+		assert.deepEqual(saved.map((row) => [row.sku, row.status, row.credits_charged]), [
+			['MUG-001', 'generated', 32],
+			['TOTE-002', 'generated', 32],
+			['LAMP-003', 'generated', 32],
+		]);
+	});
+});
