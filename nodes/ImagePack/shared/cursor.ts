@@ -145,27 +145,61 @@ function clampOverlap(value: unknown, fallback: number): number {
 	return Math.min(Math.floor(value), MAX_OVERLAP);
 }
 
-interface ReadPage {
+/** What finishPoll needs of a page once its records have been folded into the poll's log. */
+interface PageSpan {
+	/** since_id of the request. */
 	since: number;
-	/** Valid records above `since`, ascending id. */
-	items: PublicationRecord[];
 	/** Where this page's coverage ends (next_since_id, never below its last item or since). */
 	end: number;
-	full: boolean;
+	/** The re-read overlap in effect after this page (announced with it, capped). */
 	overlap: number;
+}
+
+interface ReadPage extends PageSpan {
+	/** Valid records above `since`, ascending id. */
+	items: PublicationRecord[];
+	full: boolean;
+}
+
+/**
+ * What one poll has read, folded page by page as it arrives, so a poll costs O(1) per record
+ * (instead of copying the dedupe set per page and refolding every page at the end).
+ *
+ * Every request of a poll asks for ids above the previous page's end, so the pages cover disjoint,
+ * ascending id ranges and the log is filled in ascending id order. That is what lets finishPoll cut
+ * a partial delivery from the log alone (see there).
+ *
+ * The log is append-only and shared by the successive PollRun values of one poll; a run owns the
+ * first `pageCount` spans and `freshCount` fresh records and added keys (the two grow together:
+ * every fresh record adds its key). addPage appends in place only for the newest run of the log
+ * and copies the run's prefix otherwise, so PollRun still behaves as an immutable value: a run's
+ * results never depend on what was done with other runs.
+ */
+interface PollLog {
+	readonly spans: PageSpan[];
+	/** Records not delivered before, in read order (ascending id): what addPage returned. */
+	readonly fresh: PublicationRecord[];
+	/**
+	 * Dedupe key -> id of the records read in this poll whose key the base state did not know, in
+	 * read order (so ascending id; the first id read per key). The base state's set is looked up in
+	 * place, never copied.
+	 */
+	readonly added: Map<string, number>;
 }
 
 export interface PollRun {
 	readonly base: CursorState;
-	readonly pages: readonly ReadPage[];
 	/** since_id for the next request of this poll. */
 	readonly nextSince: number;
-	/** The base state's dedupe set plus every record read so far. */
-	readonly seen: Readonly<Record<string, number>>;
+	/** How much of `log` belongs to this run: pages read, fresh records (= new dedupe keys). */
+	readonly pageCount: number;
+	readonly freshCount: number;
+	readonly log: PollLog;
 }
 
 export function startPoll(state: CursorState): PollRun {
-	return { base: state, pages: [], nextSince: state.start, seen: state.seen };
+	const log: PollLog = { spans: [], fresh: [], added: new Map() };
+	return { base: state, nextSince: state.start, pageCount: 0, freshCount: 0, log };
 }
 
 /** Validates one list response against the request it answers (tolerant: bad entries are ignored). */
@@ -193,22 +227,30 @@ function readPage(since: number, page: ListPage, limit: number, overlap: number)
 	};
 }
 
-interface Fold {
-	seen: Record<string, number>;
-	fresh: PublicationRecord[];
+/** The log of `run` alone, to append to: the shared one while `run` is its newest run, else a copy. */
+function ownLog(run: PollRun): PollLog {
+	const { log } = run;
+	if (log.spans.length === run.pageCount) return log; // every addPage appends exactly one span
+	const added = new Map<string, number>();
+	for (const [key, id] of log.added) {
+		if (added.size === run.freshCount) break;
+		added.set(key, id);
+	}
+	return { spans: log.spans.slice(0, run.pageCount), fresh: log.fresh.slice(0, run.freshCount), added };
 }
 
-function foldItems(start: number, seen: Record<string, number>, items: PublicationRecord[]): Fold {
-	const next = { ...seen };
+/** Folds a page's records into `log`; returns those not delivered before (ascending id). */
+function foldItems(base: CursorState, log: PollLog, items: PublicationRecord[]): PublicationRecord[] {
 	const fresh: PublicationRecord[] = [];
 	for (const item of items) {
-		if (item.id <= start) continue; // settled (never returned by a correct server)
+		if (item.id <= base.start) continue; // settled (never returned by a correct server)
 		const key = dedupeKey(item.pack_id, item.version);
-		if (key in next) continue;
-		next[key] = item.id;
+		if (key in base.seen || log.added.has(key)) continue;
+		log.added.set(key, item.id);
+		log.fresh.push(item);
 		fresh.push(item);
 	}
-	return { seen: next, fresh };
+	return fresh;
 }
 
 /**
@@ -220,12 +262,20 @@ export function addPage(
 	page: ListPage,
 	limit = PAGE_LIMIT,
 ): { run: PollRun; fresh: PublicationRecord[]; next: number | null } {
-	const previousOverlap = run.pages.length ? run.pages[run.pages.length - 1].overlap : run.base.overlap;
+	const log = ownLog(run);
+	const previousOverlap = log.spans.length ? log.spans[log.spans.length - 1].overlap : run.base.overlap;
 	const read = readPage(run.nextSince, page, limit, previousOverlap);
-	const { fresh, seen } = foldItems(run.base.start, run.seen, read.items);
+	const fresh = foldItems(run.base, log, read.items);
+	log.spans.push({ since: read.since, end: read.end, overlap: read.overlap });
 	const next = read.full && read.end > read.since ? read.end : null;
 	return {
-		run: { base: run.base, pages: [...run.pages, read], nextSince: next ?? read.end, seen },
+		run: {
+			base: run.base,
+			nextSince: next ?? read.end,
+			pageCount: log.spans.length,
+			freshCount: log.fresh.length,
+			log,
+		},
 		fresh,
 		next,
 	};
@@ -233,18 +283,7 @@ export function addPage(
 
 /** All records of the run not delivered before, ascending id (what addPage returned, in order). */
 export function freshRecords(run: PollRun): PublicationRecord[] {
-	return foldPages(run.base, run.pages).fresh;
-}
-
-function foldPages(base: CursorState, pages: readonly ReadPage[]): Fold {
-	let seen = base.seen;
-	const fresh: PublicationRecord[] = [];
-	for (const page of pages) {
-		const folded = foldItems(base.start, seen, page.items);
-		seen = folded.seen;
-		fresh.push(...folded.fresh);
-	}
-	return { seen, fresh };
+	return run.log.fresh.slice(0, run.freshCount);
 }
 
 /**
@@ -253,29 +292,36 @@ function foldPages(base: CursorState, pages: readonly ReadPage[]): Fold {
  * record not delivered, as if the poll had stopped reading there: nothing is skipped.
  */
 export function finishPoll(run: PollRun, emitted?: number): CursorState {
-	const { base } = run;
-	let pages = run.pages;
-	if (pages.length === 0) return base;
-	const fresh = foldPages(base, pages).fresh;
-	const count = emitted === undefined ? fresh.length : Math.max(0, Math.min(emitted, fresh.length));
-	if (count < fresh.length) {
-		const cut = fresh[count].id; // first record not delivered: read nothing from here on
-		const index = pages.findIndex((page) => page.items.some((item) => item.id === cut));
-		const page = pages[index];
-		pages = [
-			...pages.slice(0, index),
-			{ ...page, items: page.items.filter((item) => item.id < cut), end: cut - 1, full: true },
-		];
+	const { base, log } = run;
+	if (run.pageCount === 0) return base;
+	const count = emitted === undefined ? run.freshCount : Math.max(0, Math.min(emitted, run.freshCount));
+	let pageCount = run.pageCount;
+	let last = log.spans[pageCount - 1];
+	// Records read with this id or above are treated as not read (the cut).
+	let cut = Number.POSITIVE_INFINITY;
+	if (count < run.freshCount) {
+		cut = log.fresh[count].id; // first record not delivered: read nothing from here on
+		// Its page is the last one whose request started below it (pages cover ascending ranges).
+		let index = pageCount - 1;
+		while (log.spans[index].since >= cut) index--;
+		pageCount = index + 1;
+		last = { ...log.spans[index], end: cut - 1 };
 	}
-	const { seen } = foldPages(base, pages);
-	const last = pages[pages.length - 1];
 	const overlap = last.overlap;
 	const end = last.end;
 	// The last page boundary this poll followed directly (the since of its last request), if any.
-	const followed = pages.length > 1 ? last.since : end;
+	const followed = pageCount > 1 ? last.since : end;
 	const start = Math.max(base.start, Math.min(end, followed) - overlap);
 	const cursor = Math.max(base.cursor, end, start);
-	const window = Object.entries(seen).filter(([, id]) => id > start);
+	// The dedupe set read up to the cut: the base state's plus this run's new keys first read below
+	// it (the log is in ascending id order, so those are exactly the keys of the pages kept), in
+	// that order; then only the keys above `start` are kept.
+	const window = Object.entries(base.seen).filter(([, id]) => id > start);
+	let taken = 0;
+	for (const entry of log.added) {
+		if (taken++ === run.freshCount) break;
+		if (entry[1] > start && entry[1] < cut) window.push(entry);
+	}
 	if (window.length > MAX_SEEN) window.sort((a, b) => b[1] - a[1]).splice(MAX_SEEN);
 	const kept: Record<string, number> = {};
 	for (const [key, id] of window.sort((a, b) => a[1] - b[1])) kept[key] = id;
