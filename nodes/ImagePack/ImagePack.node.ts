@@ -1,4 +1,9 @@
-import type { IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
+import type {
+	IExecuteFunctions,
+	INodeExecutionData,
+	INodeType,
+	INodeTypeDescription,
+} from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
 import * as download from './actions/file/download.operation';
@@ -66,13 +71,15 @@ export class ImagePack implements INodeType {
 						name: 'Get',
 						value: 'get',
 						action: 'Get a publication',
-						description: 'Get one published image pack record with its manifest (text notes and images)',
+						description:
+							'Get one published image pack record with its manifest (text notes and images)',
 					},
 					{
 						name: 'Get Many',
 						value: 'getMany',
 						action: 'Get many publications',
-						description: 'List publication records in ascending ID order, optionally after a given ID',
+						description:
+							'List publication records in ascending ID order, optionally after a given ID',
 					},
 				],
 			},

@@ -67,11 +67,17 @@ function pollDeadline(ctx: IPollFunctions): number {
 	const host = ctx as { getPollBudgetMs?: unknown };
 	if (typeof host.getPollBudgetMs !== 'function') return Number.POSITIVE_INFINITY;
 	const budget: unknown = (host.getPollBudgetMs as () => unknown).call(ctx);
-	if (typeof budget !== 'number' || !Number.isFinite(budget) || budget <= 0) return Number.POSITIVE_INFINITY;
+	if (typeof budget !== 'number' || !Number.isFinite(budget) || budget <= 0)
+		return Number.POSITIVE_INFINITY;
 	return Date.now() + budget * BUDGET_SHARE;
 }
 
-async function listPage(ctx: IPollFunctions, connection: Connection, since: number, limit: number): Promise<ListPage> {
+async function listPage(
+	ctx: IPollFunctions,
+	connection: Connection,
+	since: number,
+	limit: number,
+): Promise<ListPage> {
 	const { body } = await apiRequest<ListPage>(
 		ctx,
 		{ method: 'GET', path: LIST_PATH, qs: { since_id: since, limit } },
@@ -95,7 +101,11 @@ async function newestPublication(ctx: IPollFunctions, connection: Connection) {
 	return { newest, overlap };
 }
 
-async function fetchDetail(ctx: IPollFunctions, connection: Connection, id: number): Promise<IDataObject> {
+async function fetchDetail(
+	ctx: IPollFunctions,
+	connection: Connection,
+	id: number,
+): Promise<IDataObject> {
 	const { body } = await apiRequest<IDataObject>(
 		ctx,
 		{ method: 'GET', path: `${LIST_PATH}/${encodeURIComponent(String(id))}` },
@@ -124,7 +134,11 @@ async function fetchManifests(
 	for (let at = 0; at < records.length; at += MANIFEST_CONCURRENCY) {
 		if (at > 0 && Date.now() > deadline) break;
 		const batch = records.slice(at, at + MANIFEST_CONCURRENCY);
-		details.push(...(await Promise.all(batch.map(async (record) => await fetchDetail(ctx, connection, record.id)))));
+		details.push(
+			...(await Promise.all(
+				batch.map(async (record) => await fetchDetail(ctx, connection, record.id)),
+			)),
+		);
 	}
 	return details;
 }
@@ -136,7 +150,8 @@ export class ImagePackTrigger implements INodeType {
 		icon: { light: 'file:imagePack.svg', dark: 'file:imagePack.dark.svg' },
 		group: ['trigger'],
 		version: 1,
-		subtitle: '={{$parameter["includeManifest"] ? "New publications, with manifest" : "New publications"}}',
+		subtitle:
+			'={{$parameter["includeManifest"] ? "New publications, with manifest" : "New publications"}}',
 		description: 'Starts the workflow when a seller publishes an image pack',
 		defaults: { name: 'Image Pack Trigger' },
 		polling: true,
@@ -164,7 +179,8 @@ export class ImagePackTrigger implements INodeType {
 				name: 'startFrom',
 				type: 'options',
 				default: 'now',
-				description: 'Which publications the trigger delivers when it starts. Changing it starts over.',
+				description:
+					'Which publications the trigger delivers when it starts. Changing it starts over.',
 				options: [
 					{
 						name: 'Now',
@@ -220,7 +236,9 @@ export class ImagePackTrigger implements INodeType {
 		const busy = running.get(staticData);
 		if (busy !== undefined && busy.until > Date.now()) return null; // previous poll still running
 		const deadline = pollDeadline(this);
-		const lease = { until: Number.isFinite(deadline) ? deadline + 60_000 : Date.now() + 30 * 60_000 };
+		const lease = {
+			until: Number.isFinite(deadline) ? deadline + 60_000 : Date.now() + 30 * 60_000,
+		};
 		running.set(staticData, lease);
 		try {
 			const stored = readState(staticData, key);
@@ -255,7 +273,9 @@ export class ImagePackTrigger implements INodeType {
 			}
 
 			const fresh = freshRecords(run);
-			const details = includeManifest ? await fetchManifests(this, connection, fresh, deadline) : undefined;
+			const details = includeManifest
+				? await fetchManifests(this, connection, fresh, deadline)
+				: undefined;
 			const delivered = details ? fresh.slice(0, details.length) : fresh;
 			if (!commit(finishPoll(run, delivered.length))) return null; // another poll delivered meanwhile
 			if (delivered.length === 0) return null;

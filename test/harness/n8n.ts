@@ -5,7 +5,13 @@
  * instance (database, credential storage, UI) are replaced by the small in-memory parts below.
  */
 import { Container } from '@n8n/di';
-import { BinaryDataConfig, BinaryDataService, ExecuteContext, PollContext, RoutingNode } from 'n8n-core';
+import {
+	BinaryDataConfig,
+	BinaryDataService,
+	ExecuteContext,
+	PollContext,
+	RoutingNode,
+} from 'n8n-core';
 import type {
 	ICredentialDataDecryptedObject,
 	ICredentialType,
@@ -146,7 +152,11 @@ function additionalData(credentials?: HarnessCredentials): IWorkflowExecuteAddit
 	} as unknown as IWorkflowExecuteAdditionalData;
 }
 
-function makeNode(nodeType: INodeType, parameters: INodeParameters, options: { name?: string; continueOnFail?: boolean }): INode {
+function makeNode(
+	nodeType: INodeType,
+	parameters: INodeParameters,
+	options: { name?: string; continueOnFail?: boolean },
+): INode {
 	const version = nodeType.description.version;
 	return {
 		id: 'node-under-test',
@@ -241,7 +251,9 @@ export class PollingWorkflow {
 		return JSON.parse(JSON.stringify(this.workflow.staticData)) as IDataObject;
 	}
 
-	async poll(mode: 'trigger' | 'manual' = this.options.mode ?? 'trigger'): Promise<INodeExecutionData[][] | null> {
+	async poll(
+		mode: 'trigger' | 'manual' = this.options.mode ?? 'trigger',
+	): Promise<INodeExecutionData[][] | null> {
 		const context = new PollContext(
 			this.workflow,
 			this.node,
@@ -280,7 +292,9 @@ export async function useFilesystemBinaryData(storagePath: string): Promise<void
  * credentials-tester.service.ts): the test request goes through a RoutingNode of a throw-away node,
  * failures map through the `responseCode` rules, network failures report their code.
  */
-export async function runCredentialTest(credentials: HarnessCredentials): Promise<INodeCredentialTestResult> {
+export async function runCredentialTest(
+	credentials: HarnessCredentials,
+): Promise<INodeCredentialTestResult> {
 	const credentialType = new ImagePackApi();
 	const testRequest = credentialType.test;
 	const nodeType: INodeType = {
@@ -295,7 +309,13 @@ export async function runCredentialTest(credentials: HarnessCredentials): Promis
 			outputs: [],
 			credentials: [{ name: credentialType.name, required: true }],
 			properties: [
-				{ displayName: 'Temp', name: 'temp', type: 'string', routing: { request: testRequest.request }, default: '' },
+				{
+					displayName: 'Temp',
+					name: 'temp',
+					type: 'string',
+					routing: { request: testRequest.request },
+					default: '',
+				},
 			],
 		},
 	};
@@ -327,17 +347,30 @@ export async function runCredentialTest(credentials: HarnessCredentials): Promis
 		{ node, data: {}, source: null },
 		[],
 	);
-	const decrypted = { id: 'cred-1', name: 'test', type: credentialType.name, data: { ...credentials } };
+	const decrypted = {
+		id: 'cred-1',
+		name: 'test',
+		type: credentialType.name,
+		data: { ...credentials },
+	};
 	try {
 		await new RoutingNode(context, nodeType, decrypted).runNode();
 	} catch (error) {
-		const cause = (error as { cause?: { response?: { status: number; statusText?: string }; code?: string } }).cause;
+		const cause = (
+			error as { cause?: { response?: { status: number; statusText?: string }; code?: string } }
+		).cause;
 		if (cause?.response) {
 			const rule = testRequest.rules?.find(
-				(candidate) => candidate.type === 'responseCode' && candidate.properties.value === cause.response!.status,
+				(candidate) =>
+					candidate.type === 'responseCode' &&
+					candidate.properties.value === cause.response!.status,
 			);
-			if (rule) return { status: 'Error', message: (rule.properties as { message: string }).message };
-			return { status: 'Error', message: cause.response.statusText || `Received HTTP status code: ${cause.response.status}` };
+			if (rule)
+				return { status: 'Error', message: (rule.properties as { message: string }).message };
+			return {
+				status: 'Error',
+				message: cause.response.statusText || `Received HTTP status code: ${cause.response.status}`,
+			};
 		}
 		if (cause?.code) return { status: 'Error', message: cause.code };
 		return { status: 'Error', message: (error as Error).message };

@@ -145,7 +145,9 @@ export class LegacyPollerHost {
 	 * "Fetch Test Event": a manual run in the editor. Static data is neither loaded nor saved; the
 	 * node gets a copy here so a test can check it was not touched.
 	 */
-	async fetchTestEvent(parameters?: INodeParameters): Promise<{ result: INodeExecutionData[][] | null; staticData: IDataObject }> {
+	async fetchTestEvent(
+		parameters?: INodeParameters,
+	): Promise<{ result: INodeExecutionData[][] | null; staticData: IDataObject }> {
 		const staticData = JSON.parse(this.stored) as IDataObject;
 		const manual = new PollingWorkflow({
 			nodeType: this.options.nodeType,
@@ -156,7 +158,10 @@ export class LegacyPollerHost {
 			mode: 'manual',
 		});
 		const result = await manual.poll('manual');
-		return { result, staticData: JSON.parse(JSON.stringify(manual.workflow.staticData)) as IDataObject };
+		return {
+			result,
+			staticData: JSON.parse(JSON.stringify(manual.workflow.staticData)) as IDataObject,
+		};
 	}
 }
 

@@ -32,9 +32,16 @@ export async function startScriptedServer(): Promise<ScriptedServer> {
 	app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
 	app.all('/*', async (request, reply) => {
 		const path = request.url.split('?')[0];
-		seen.push({ method: request.method, url: request.url, headers: request.headers, body: request.body, at: Date.now() });
+		seen.push({
+			method: request.method,
+			url: request.url,
+			headers: request.headers,
+			body: request.body,
+			at: Date.now(),
+		});
 		const queue = scripts.get(`${request.method} ${path}`);
-		if (!queue?.length) return reply.code(599).send({ error: { code: 'unscripted', message: path } });
+		if (!queue?.length)
+			return reply.code(599).send({ error: { code: 'unscripted', message: path } });
 		const handler = queue.length > 1 ? queue.shift()! : queue[0];
 		return handler(request, reply);
 	});

@@ -13,7 +13,10 @@ afterAll(async () => {
 });
 
 it('passes with a valid key, trimming whitespace and a trailing slash', async () => {
-	const result = await runCredentialTest({ baseUrl: `${emulator.baseUrl}/`, apiKey: ` ${emulator.apiKey}\n` });
+	const result = await runCredentialTest({
+		baseUrl: `${emulator.baseUrl}/`,
+		apiKey: ` ${emulator.apiKey}\n`,
+	});
 	expect(result).toEqual({ status: 'OK', message: 'Connection successful!' });
 	const [request] = await emulator.control.requests({ route: 'listPublications' });
 	expect(request.query).toEqual({ limit: '1' });
@@ -34,16 +37,24 @@ it('tells a valid key that lacks a scope, naming the scope and the operations', 
 	const result = await runCredentialTest({ baseUrl: emulator.baseUrl, apiKey: key });
 	expect(result.status).toBe('Error');
 	expect(result.message).toMatch(/valid but lacks the documents:read scope/);
-	expect(result.message).toMatch(/Get Publication, Get Many Publications and the Image Pack Trigger/);
+	expect(result.message).toMatch(
+		/Get Publication, Get Many Publications and the Image Pack Trigger/,
+	);
 });
 
 it('tells an unreachable host', async () => {
-	const result = await runCredentialTest({ baseUrl: 'http://127.0.0.1:9', apiKey: emulator.apiKey });
+	const result = await runCredentialTest({
+		baseUrl: 'http://127.0.0.1:9',
+		apiKey: emulator.apiKey,
+	});
 	expect(result).toEqual({ status: 'Error', message: 'ECONNREFUSED' });
 });
 
 it('tells a host that is not the Image Pack API', async () => {
-	const result = await runCredentialTest({ baseUrl: `${emulator.baseUrl}/somewhere-else`, apiKey: emulator.apiKey });
+	const result = await runCredentialTest({
+		baseUrl: `${emulator.baseUrl}/somewhere-else`,
+		apiKey: emulator.apiKey,
+	});
 	expect(result.status).toBe('Error');
 	expect(result.message).toMatch(/not with the Image Pack API \(404\)/);
 });

@@ -43,7 +43,10 @@ async function run(
 	return output;
 }
 
-async function runError(parameters: INodeParameters, options: { items?: INodeExecutionData[]; apiKey?: string } = {}) {
+async function runError(
+	parameters: INodeParameters,
+	options: { items?: INodeExecutionData[]; apiKey?: string } = {},
+) {
 	try {
 		await run(parameters, options);
 	} catch (error) {
@@ -66,9 +69,16 @@ async function balance() {
 describe('Generate', () => {
 	it('returns the API response, request id, estimate and the images as binaries', async () => {
 		const before = await balance();
-		const [item] = await run(generate({ model: 'nano-banana-2', resolution: '2K', n: 2, ratio: '1:1' }));
+		const [item] = await run(
+			generate({ model: 'nano-banana-2', resolution: '2K', n: 2, ratio: '1:1' }),
+		);
 		const json = item.json as IDataObject & { images: IDataObject[] };
-		expect(json).toMatchObject({ ok: true, credits_charged: 32, credits_estimated: 32, warnings: [] });
+		expect(json).toMatchObject({
+			ok: true,
+			credits_charged: 32,
+			credits_estimated: 32,
+			warnings: [],
+		});
 		expect(json.turn_id).toMatch(/^t_/);
 		expect(json.session_id).toMatch(/^s_/);
 		expect(json.request_id).toMatch(/^req_/);
@@ -89,12 +99,20 @@ describe('Generate', () => {
 	});
 
 	it('sends only the fields the user set, quality only to GPT models', async () => {
-		await run(generate({ model: 'gpt-image-2', quality: 'high', options: { downloadImages: false } }));
-		await run(generate({ model: 'seedream-5-0-pro', quality: 'high', options: { downloadImages: false } }));
+		await run(
+			generate({ model: 'gpt-image-2', quality: 'high', options: { downloadImages: false } }),
+		);
+		await run(
+			generate({ model: 'seedream-5-0-pro', quality: 'high', options: { downloadImages: false } }),
+		);
 		const [gpt, seedream] = await emulator.control.turns();
 		expect(gpt).toMatchObject({ requestedModel: 'gpt-image-2', quality: 'high', resolution: '1K' });
 		// Not sent to seedream, which ignores it; and the model's default resolution applied.
-		expect(seedream).toMatchObject({ requestedModel: 'seedream-5-0-pro', quality: null, resolution: '1K' });
+		expect(seedream).toMatchObject({
+			requestedModel: 'seedream-5-0-pro',
+			quality: null,
+			resolution: '1K',
+		});
 	});
 
 	it('chains generate → refine with the images of the previous run as references', async () => {
@@ -110,7 +128,9 @@ describe('Generate', () => {
 		);
 		expect(refined.json.session_id).toBe(first.json.session_id);
 		const [, refine] = await emulator.control.turns();
-		expect(refine.refImageIds).toEqual((first.json.images as IDataObject[]).map((image) => image.id));
+		expect(refine.refImageIds).toEqual(
+			(first.json.images as IDataObject[]).map((image) => image.id),
+		);
 		expect(refine.sessionId).toBe(first.json.session_id);
 	});
 
@@ -138,8 +158,11 @@ describe('Generate', () => {
 	it('asks for English warnings by default and Chinese on request', async () => {
 		await emulator.control.setGenerationBehaviour({ deliver: 1, count: 2 });
 		const [english] = await run(generate({ n: 2, options: { downloadImages: false } }));
-		const [chinese] = await run(generate({ n: 2, options: { downloadImages: false, acceptLanguage: 'zh-CN' } }));
-		const detail = (item: INodeExecutionData) => String((item.json.warnings as IDataObject[])[0].details);
+		const [chinese] = await run(
+			generate({ n: 2, options: { downloadImages: false, acceptLanguage: 'zh-CN' } }),
+		);
+		const detail = (item: INodeExecutionData) =>
+			String((item.json.warnings as IDataObject[])[0].details);
 		expect(detail(english)).toMatch(/[a-z]/i);
 		expect(detail(chinese)).toMatch(/[\u4e00-\u9fff]/);
 	});
@@ -147,15 +170,60 @@ describe('Generate', () => {
 	describe('bad input fails before any request and moves no credits', () => {
 		// [case, parameters of both items, parameters item 1 overrides with a bad value, message]
 		const cases: Array<[string, INodeParameters, INodeParameters, RegExp]> = [
-			['no prompt and no references', {}, { prompt: '' }, /Prompt is empty and no Reference Image IDs/],
-			['prompt over 4000 characters', {}, { prompt: 'x'.repeat(4001) }, /4001 characters; the maximum is 4000/],
-			['unknown model', {}, { model: 'dall-e-9' }, /Model "dall-e-9" is not allowed\. Allowed values: auto, nano-banana-2/],
-			['ratio the model lacks', { model: 'seedream-5-0-pro' }, { ratio: '4:5' }, /Ratio "4:5" is not allowed for seedream-5-0-pro\. Allowed values: 1:1, 3:4, 16:9, 9:16/],
-			['resolution the model lacks', { model: 'qwen-image-3.0-pro' }, { resolution: '4K' }, /Resolution "4K" is not allowed for qwen-image-3.0-pro\. Allowed values: 1K, 2K/],
-			['too many references', { model: 'qwen-image-3.0-pro' }, { referenceImageIds: 'img_1 img_2 img_3 img_4' }, /4 reference images given; qwen-image-3.0-pro accepts at most 3/],
-			['n not 1, 2 or 4', {}, { n: 3 }, /Number of images "3" is not allowed\. Allowed values: 1, 2, 4/],
-			['a file name as reference', {}, { referenceImageIds: 'shoe.png' }, /"shoe.png" is not an image id/],
-			['over the credit budget', { model: 'nano-banana-2', resolution: '2K', options: { maxCreditsPerItem: 40 } }, { n: 4 }, /would reserve 64 credits, more than Max Credits per Item \(40\)/],
+			[
+				'no prompt and no references',
+				{},
+				{ prompt: '' },
+				/Prompt is empty and no Reference Image IDs/,
+			],
+			[
+				'prompt over 4000 characters',
+				{},
+				{ prompt: 'x'.repeat(4001) },
+				/4001 characters; the maximum is 4000/,
+			],
+			[
+				'unknown model',
+				{},
+				{ model: 'dall-e-9' },
+				/Model "dall-e-9" is not allowed\. Allowed values: auto, nano-banana-2/,
+			],
+			[
+				'ratio the model lacks',
+				{ model: 'seedream-5-0-pro' },
+				{ ratio: '4:5' },
+				/Ratio "4:5" is not allowed for seedream-5-0-pro\. Allowed values: 1:1, 3:4, 16:9, 9:16/,
+			],
+			[
+				'resolution the model lacks',
+				{ model: 'qwen-image-3.0-pro' },
+				{ resolution: '4K' },
+				/Resolution "4K" is not allowed for qwen-image-3.0-pro\. Allowed values: 1K, 2K/,
+			],
+			[
+				'too many references',
+				{ model: 'qwen-image-3.0-pro' },
+				{ referenceImageIds: 'img_1 img_2 img_3 img_4' },
+				/4 reference images given; qwen-image-3.0-pro accepts at most 3/,
+			],
+			[
+				'n not 1, 2 or 4',
+				{},
+				{ n: 3 },
+				/Number of images "3" is not allowed\. Allowed values: 1, 2, 4/,
+			],
+			[
+				'a file name as reference',
+				{},
+				{ referenceImageIds: 'shoe.png' },
+				/"shoe.png" is not an image id/,
+			],
+			[
+				'over the credit budget',
+				{ model: 'nano-banana-2', resolution: '2K', options: { maxCreditsPerItem: 40 } },
+				{ n: 4 },
+				/would reserve 64 credits, more than Max Credits per Item \(40\)/,
+			],
 		];
 
 		it.each(cases)('%s', async (_name, shared, bad, message) => {
@@ -168,7 +236,9 @@ describe('Generate', () => {
 					`={{ $itemIndex === 1 ? ${JSON.stringify(value)} : ${JSON.stringify(good[key])} }}`,
 				]),
 			);
-			const error = await runError(generate({ ...shared, ...perItem }), { items: [{ json: {} }, { json: {} }] });
+			const error = await runError(generate({ ...shared, ...perItem }), {
+				items: [{ json: {} }, { json: {} }],
+			});
 			expect(error.constructor.name).toBe('NodeOperationError');
 			expect(error.message).toMatch(/^Item 1: /);
 			expect(error.message).toMatch(message);
@@ -181,10 +251,13 @@ describe('Generate', () => {
 	it('Continue On Fail: bad items become error items, the others go on', async () => {
 		const items = [{ json: { n: 1 } }, { json: { n: 3 } }, { json: { n: 2 } }];
 		await emulator.control.setCredits(emulator.accountId, 1_000_000);
-		const output = await run(generate({ n: '={{ $json.n }}', options: { downloadImages: false } }), {
-			items,
-			continueOnFail: true,
-		});
+		const output = await run(
+			generate({ n: '={{ $json.n }}', options: { downloadImages: false } }),
+			{
+				items,
+				continueOnFail: true,
+			},
+		);
 		expect(output).toHaveLength(3);
 		expect(output[0].json.images).toHaveLength(1);
 		expect(output[1].json).toEqual({
@@ -217,25 +290,37 @@ describe('Generate', () => {
 
 	it('without Continue On Fail, the error names the items already charged', async () => {
 		const error = await runError(
-			generate({ sessionId: '={{ $itemIndex === 1 ? "s_missing" : "" }}', options: { downloadImages: false } }),
+			generate({
+				sessionId: '={{ $itemIndex === 1 ? "s_missing" : "" }}',
+				options: { downloadImages: false },
+			}),
 			{ items: [{ json: {} }, { json: {} }] },
 		);
 		const [turn] = await emulator.control.turns();
 		expect(error.message).toBe('The session does not exist or belongs to another account');
-		expect(error.description).toContain(`Generated and charged before this error, not in the output: ${turn.id}`);
+		expect(error.description).toContain(
+			`Generated and charged before this error, not in the output: ${turn.id}`,
+		);
 	});
 
 	it('runs 8 items with concurrency 4 and keeps input order', async () => {
 		await emulator.control.setLatency('generate', 150);
 		const ratios = ['1:1', '3:4', '4:5', '16:9', '9:16', '1:1', '3:4', '16:9'];
 		const output = await run(
-			generate({ model: 'nano-banana-2', resolution: '1K', ratio: '={{ $json.ratio }}', options: { downloadImages: false, concurrency: 4 } }),
+			generate({
+				model: 'nano-banana-2',
+				resolution: '1K',
+				ratio: '={{ $json.ratio }}',
+				options: { downloadImages: false, concurrency: 4 },
+			}),
 			{ items: ratios.map((ratio) => ({ json: { ratio } })) },
 		);
 		expect(output).toHaveLength(8);
 		output.forEach((item, index) => {
 			const image = (item.json.images as IDataObject[])[0];
-			expect({ width: image.width, height: image.height }).toEqual(dimensions(ratios[index] as '1:1', '1K'));
+			expect({ width: image.width, height: image.height }).toEqual(
+				dimensions(ratios[index] as '1:1', '1K'),
+			);
 			expect(item.pairedItem).toEqual({ item: index });
 		});
 		const requests = await emulator.control.requests({ route: 'generate' });
@@ -245,7 +330,13 @@ describe('Generate', () => {
 	});
 });
 
-const defaults: INodeParameters = { model: 'auto', ratio: '3:4', resolution: '', n: 1, referenceImageIds: '' };
+const defaults: INodeParameters = {
+	model: 'auto',
+	ratio: '3:4',
+	resolution: '',
+	n: 1,
+	referenceImageIds: '',
+};
 
 describe('API errors surface in English with code, status and request id', () => {
 	async function scopedKey(scopes: string[]) {
@@ -257,7 +348,9 @@ describe('API errors surface in English with code, status and request id', () =>
 		await emulator.control.revokeKey(key);
 		const error = await runError(generate(), { apiKey: key });
 		expect(error.message).toMatch(/invalid, revoked or expired/);
-		expect(error.description).toMatch(/code: invalid_api_key · HTTP status: 401 · request id: req_/);
+		expect(error.description).toMatch(
+			/code: invalid_api_key · HTTP status: 401 · request id: req_/,
+		);
 		expect(`${error.message} ${error.description}`).not.toContain(key);
 	});
 
@@ -267,7 +360,10 @@ describe('API errors surface in English with code, status and request id', () =>
 		expect(error.message).toBe(
 			'The API key lacks the generate:write scope, which Generate need: add it to the key in the developer center',
 		);
-		const readError = await runError({ resource: 'publication', operation: 'getMany' }, { apiKey: await scopedKey(['generate:write']) });
+		const readError = await runError(
+			{ resource: 'publication', operation: 'getMany' },
+			{ apiKey: await scopedKey(['generate:write']) },
+		);
 		expect(readError.message).toMatch(/lacks the documents:read scope/);
 	});
 
@@ -296,21 +392,35 @@ describe('API errors surface in English with code, status and request id', () =>
 	it('new_user_daily_limit is not retried', async () => {
 		const account = await emulator.control.createAccount({ credits: 100_000, ageDays: 1 });
 		const { key } = await emulator.control.createKey({ accountId: account.accountId });
-		await run(generate({ model: 'gpt-image-2', quality: 'high', n: 4, options: { downloadImages: false } }), {
-			items: Array.from({ length: 10 }, () => ({ json: {} })),
+		await run(
+			generate({ model: 'gpt-image-2', quality: 'high', n: 4, options: { downloadImages: false } }),
+			{
+				items: Array.from({ length: 10 }, () => ({ json: {} })),
+				apiKey: key,
+			},
+		);
+		await emulator.control.clearRequests();
+		const error = await runError(generate({ model: 'gpt-image-2', quality: 'high', n: 4 }), {
 			apiKey: key,
 		});
-		await emulator.control.clearRequests();
-		const error = await runError(generate({ model: 'gpt-image-2', quality: 'high', n: 4 }), { apiKey: key });
 		expect(error.message).toMatch(/younger than 7 days/);
 		expect(await emulator.control.requests({ route: 'generate' })).toHaveLength(1);
 	});
 
 	it('rate_limited is retried after Retry-After and then given up', async () => {
-		await emulator.control.injectFault({ route: 'generate', kind: 'status', status: 429, code: 'rate_limited', retryAfter: 0, count: 10 });
+		await emulator.control.injectFault({
+			route: 'generate',
+			kind: 'status',
+			status: 429,
+			code: 'rate_limited',
+			retryAfter: 0,
+			count: 10,
+		});
 		const error = await runError(generate());
 		expect(error.message).toBe('The API key is over its rate limit');
-		expect(await emulator.control.requests({ route: 'generate' })).toHaveLength(retryPolicy.rateLimitRetries + 1);
+		expect(await emulator.control.requests({ route: 'generate' })).toHaveLength(
+			retryPolicy.rateLimitRetries + 1,
+		);
 		expect(await emulator.control.turns()).toHaveLength(0);
 	});
 
@@ -323,13 +433,17 @@ describe('API errors surface in English with code, status and request id', () =>
 		await emulator.control.injectFault({ route: 'generate', kind: 'status', status, code });
 		const error = await runError(generate());
 		expect(error.message).toMatch(message);
-		expect(error.description).toContain(`code: ${code} · HTTP status: ${status} · request id: req_`);
+		expect(error.description).toContain(
+			`code: ${code} · HTTP status: ${status} · request id: req_`,
+		);
 	});
 
 	it('a reset after the generation ran is reported, not retried', async () => {
 		await emulator.control.injectFault({ route: 'generate', kind: 'reset', when: 'after' });
 		const error = await runError(generate());
-		expect(error.message).toMatch(/may have been charged: check the newest "API generation" session/);
+		expect(error.message).toMatch(
+			/may have been charged: check the newest "API generation" session/,
+		);
 		expect(await emulator.control.requests({ route: 'generate' })).toHaveLength(1);
 		expect(await emulator.control.turns()).toHaveLength(1);
 	});
@@ -349,7 +463,9 @@ describe('faults never charge twice and never lose a read', () => {
 
 	it('a generate slower than the timeout is reported as possibly charged, once', async () => {
 		await emulator.control.setLatency('generate', 3000);
-		const error = await runError(generate({ options: { downloadImages: false, timeoutSeconds: 1 } }));
+		const error = await runError(
+			generate({ options: { downloadImages: false, timeoutSeconds: 1 } }),
+		);
 		expect(error.message).toMatch(/did not answer within 1 seconds\. The generation may have run/);
 		expect(await emulator.control.requests({ route: 'generate' })).toHaveLength(1);
 	});
@@ -372,10 +488,18 @@ describe('faults never charge twice and never lose a read', () => {
 describe('Publications', () => {
 	it('Get Publication returns the record untouched plus a normalized view (schemaVersion 3)', async () => {
 		const record = await emulator.control.publish({});
-		const [item] = await run({ resource: 'publication', operation: 'get', publicationId: String(record.id) });
+		const [item] = await run({
+			resource: 'publication',
+			operation: 'get',
+			publicationId: String(record.id),
+		});
 		const { normalized, ...detail } = item.json as IDataObject & { normalized: IDataObject };
 		expect(detail.manifest).toEqual(record.manifest);
-		expect(detail).toMatchObject({ id: record.id, pack_id: record.pack_id, version: record.version });
+		expect(detail).toMatchObject({
+			id: record.id,
+			pack_id: record.pack_id,
+			version: record.version,
+		});
 		expect(normalized.schemaVersion).toBe(3);
 		expect((normalized.images as IDataObject[]).length).toBeGreaterThan(0);
 		expect(item.binary).toBeUndefined();
@@ -383,12 +507,21 @@ describe('Publications', () => {
 
 	it('Get Publication downloads every downloadable image and reports deleted ones (schemaVersion 2)', async () => {
 		const record = await emulator.control.publish({ schemaVersion: 2 });
-		const [first] = (await run({ resource: 'publication', operation: 'get', publicationId: String(record.id) }));
+		const [first] = await run({
+			resource: 'publication',
+			operation: 'get',
+			publicationId: String(record.id),
+		});
 		const images = (first.json.normalized as IDataObject).images as IDataObject[];
 		expect(images.length).toBeGreaterThan(1);
 		await emulator.control.deleteImage(emulator.accountId, String(images[0].imageId));
 		await emulator.control.clearRequests();
-		const [item] = await run({ resource: 'publication', operation: 'get', publicationId: String(record.id), options: { downloadImages: true } });
+		const [item] = await run({
+			resource: 'publication',
+			operation: 'get',
+			publicationId: String(record.id),
+			options: { downloadImages: true },
+		});
 		const normalized = item.json.normalized as IDataObject & { images: IDataObject[] };
 		expect(normalized.schemaVersion).toBe(2);
 		expect(normalized.deletedImages).toBe(1);
@@ -401,12 +534,20 @@ describe('Publications', () => {
 	it('Get Publication of another account is a clear 404', async () => {
 		const other = await emulator.control.createAccount({});
 		const record = await emulator.control.publish({ accountId: other.accountId });
-		const error = await runError({ resource: 'publication', operation: 'get', publicationId: String(record.id) });
+		const error = await runError({
+			resource: 'publication',
+			operation: 'get',
+			publicationId: String(record.id),
+		});
 		expect(error.message).toBe('The publication does not exist or belongs to another account');
 	});
 
 	it('Get Publication rejects a non-numeric id before sending', async () => {
-		const error = await runError({ resource: 'publication', operation: 'get', publicationId: 'pk_123' });
+		const error = await runError({
+			resource: 'publication',
+			operation: 'get',
+			publicationId: 'pk_123',
+		});
 		expect(error.message).toMatch(/Publication ID "pk_123" is not a publication record id/);
 		expect(await emulator.control.requests({ listener: 'api' })).toHaveLength(0);
 	});
@@ -425,19 +566,39 @@ describe('Publications', () => {
 		expect(new Set(ids).size).toBe(450);
 		// 3 pages of 200 and one empty page that ends the walk.
 		expect(await emulator.control.requests({ route: 'listPublications' })).toHaveLength(4);
-		const since = await run({ resource: 'publication', operation: 'getMany', sinceId: ids[444], returnAll: true });
+		const since = await run({
+			resource: 'publication',
+			operation: 'getMany',
+			sinceId: ids[444],
+			returnAll: true,
+		});
 		expect(since.map((item) => item.json.id)).toEqual(ids.slice(445));
 	});
 });
 
 describe('Download File', () => {
 	it('follows the 302 to the file host without Authorization and names the binary', async () => {
-		const [generated] = await run(generate({ model: 'nano-banana-2', resolution: '1K', options: { downloadImages: false } }));
+		const [generated] = await run(
+			generate({ model: 'nano-banana-2', resolution: '1K', options: { downloadImages: false } }),
+		);
 		const image = (generated.json.images as IDataObject[])[0];
 		await emulator.control.clearRequests();
-		for (const fileUrl of [String(image.url), String(image.filename), `${emulator.baseUrl}${String(image.url)}`]) {
-			const [item] = await run({ resource: 'file', operation: 'download', fileUrl, binaryPropertyName: 'photo' });
-			expect(item.json).toEqual({ filename: image.filename, mimeType: 'image/png', fileSize: expect.any(Number) });
+		for (const fileUrl of [
+			String(image.url),
+			String(image.filename),
+			`${emulator.baseUrl}${String(image.url)}`,
+		]) {
+			const [item] = await run({
+				resource: 'file',
+				operation: 'download',
+				fileUrl,
+				binaryPropertyName: 'photo',
+			});
+			expect(item.json).toEqual({
+				filename: image.filename,
+				mimeType: 'image/png',
+				fileSize: expect.any(Number),
+			});
 			expect(item.binary!.photo.fileName).toBe(image.filename);
 			expect(Buffer.from(item.binary!.photo.data, 'base64').length).toBe(item.json.fileSize);
 		}
@@ -457,7 +618,10 @@ describe('Download File', () => {
 			{ items: [{ json: { url } }, { json: { url: '/api/file/nope.png' } }], continueOnFail: true },
 		);
 		expect(output[0].binary!.data).toBeDefined();
-		expect(output[1].json).toMatchObject({ httpStatus: 404, requestId: expect.stringMatching(/^req_/) });
+		expect(output[1].json).toMatchObject({
+			httpStatus: 404,
+			requestId: expect.stringMatching(/^req_/),
+		});
 	});
 });
 

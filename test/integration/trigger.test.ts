@@ -8,7 +8,12 @@ import type { IDataObject, INodeExecutionData, INodeParameters } from 'n8n-workf
 import { ImagePackTrigger, MAX_PAGES_PER_POLL } from '../../nodes/ImagePack/ImagePackTrigger.node';
 import { retryPolicy } from '../../nodes/ImagePack/shared/transport';
 import { startEmulator, type Emulator } from '../emulator';
-import { DurablePollerHost, LegacyPollerHost, mulberry32, type PollOutcome } from '../harness/polling';
+import {
+	DurablePollerHost,
+	LegacyPollerHost,
+	mulberry32,
+	type PollOutcome,
+} from '../harness/polling';
 
 const nodeType = new ImagePackTrigger();
 const OVERLAP = 50;
@@ -33,7 +38,10 @@ beforeEach(async () => {
 
 const credentials = () => ({ baseUrl: emu.baseUrl, apiKey: emu.apiKey });
 
-function host(parameters: INodeParameters, extra: { stored?: string; nodeName?: string; budget?: number } = {}) {
+function host(
+	parameters: INodeParameters,
+	extra: { stored?: string; nodeName?: string; budget?: number } = {},
+) {
 	return new LegacyPollerHost({
 		nodeType,
 		parameters,
@@ -81,7 +89,11 @@ describe('Fetch Test Event (manual mode)', () => {
 		expect(staticData).toEqual({ 'node:Image Pack Trigger': { v: 1, poison: true } });
 		const requests = await listRequests();
 		expect(requests).toBeLessThanOrEqual(2 * Math.ceil(Math.log2(newest.id)) + 3);
-		expect((await emu.control.requests({ route: 'listPublications' })).every((r) => r.query.limit === '1')).toBe(true);
+		expect(
+			(await emu.control.requests({ route: 'listPublications' })).every(
+				(r) => r.query.limit === '1',
+			),
+		).toBe(true);
 	});
 
 	it('without manifest: the record only', async () => {
@@ -109,7 +121,10 @@ describe('start from "now"', () => {
 		expect(await listRequests()).toBeLessThanOrEqual(2 * Math.ceil(Math.log2(50_000)) + 4);
 		expect(poller.executions).toEqual([]);
 		// Saved at activation even though the poll returned null.
-		expect(JSON.parse(poller.stored)['node:Image Pack Trigger']).toMatchObject({ v: 1, cursor: 50_000 });
+		expect(JSON.parse(poller.stored)['node:Image Pack Trigger']).toMatchObject({
+			v: 1,
+			cursor: 50_000,
+		});
 
 		const a = await publish();
 		const b = await publish();
@@ -174,7 +189,10 @@ describe('start from the beginning / an id', () => {
 		await poller.activate();
 		await publish();
 		await poller.tick();
-		expect(emittedIds(poller.executions)).toEqual([...all.slice(10).map((p) => p.id), all[19].id + 1]);
+		expect(emittedIds(poller.executions)).toEqual([
+			...all.slice(10).map((p) => p.id),
+			all[19].id + 1,
+		]);
 	});
 
 	it('a huge backlog is drained over several polls when the poll budget runs out', async () => {
@@ -198,8 +216,19 @@ describe('start from the beginning / an id', () => {
 });
 
 describe('faults', () => {
-	async function failOnRequest(route: 'listPublications' | 'getPublication', okBefore: number, kind: 'status' | 'reset' = 'status') {
-		if (okBefore > 0) await emu.control.injectFault({ route, kind: 'slow', when: 'before', delayMs: 1, count: okBefore });
+	async function failOnRequest(
+		route: 'listPublications' | 'getPublication',
+		okBefore: number,
+		kind: 'status' | 'reset' = 'status',
+	) {
+		if (okBefore > 0)
+			await emu.control.injectFault({
+				route,
+				kind: 'slow',
+				when: 'before',
+				delayMs: 1,
+				count: okBefore,
+			});
 		await emu.control.injectFault({ route, kind, status: 500, count: kind === 'reset' ? 3 : 1 });
 	}
 
@@ -207,21 +236,24 @@ describe('faults', () => {
 		['a list page (500)', 'listPublications', 2, 'status'],
 		['a list page (connection reset, retries exhausted)', 'listPublications', 1, 'reset'],
 		['a manifest', 'getPublication', 250, 'status'],
-	] as const)('an error on %s mid-poll throws and leaves the state exactly as before', async (_name, route, okBefore, kind) => {
-		await emu.control.publishBulk({ count: 100 });
-		const poller = host({ startFrom: 'beginning' });
-		await poller.activate();
-		await emu.control.publishBulk({ count: 700 });
-		const storedBefore = poller.stored;
-		const memoryBefore = JSON.stringify(poller.memory());
-		await failOnRequest(route, okBefore, kind);
-		const outcome = await poller.tick();
-		expect(outcome.kind).toBe('error');
-		expect(poller.stored).toBe(storedBefore);
-		expect(JSON.stringify(poller.memory())).toBe(memoryBefore);
-		await poller.tick();
-		expect(emittedIds(poller.executions)).toEqual(Array.from({ length: 800 }, (_, i) => i + 1));
-	});
+	] as const)(
+		'an error on %s mid-poll throws and leaves the state exactly as before',
+		async (_name, route, okBefore, kind) => {
+			await emu.control.publishBulk({ count: 100 });
+			const poller = host({ startFrom: 'beginning' });
+			await poller.activate();
+			await emu.control.publishBulk({ count: 700 });
+			const storedBefore = poller.stored;
+			const memoryBefore = JSON.stringify(poller.memory());
+			await failOnRequest(route, okBefore, kind);
+			const outcome = await poller.tick();
+			expect(outcome.kind).toBe('error');
+			expect(poller.stored).toBe(storedBefore);
+			expect(JSON.stringify(poller.memory())).toBe(memoryBefore);
+			await poller.tick();
+			expect(emittedIds(poller.executions)).toEqual(Array.from({ length: 800 }, (_, i) => i + 1));
+		},
+	);
 
 	it('a failing activation poll fails the activation and stores nothing', async () => {
 		await publish();
@@ -233,7 +265,14 @@ describe('faults', () => {
 
 	it('429 rate_limited is waited out (Retry-After) and the poll succeeds', async () => {
 		await emu.control.publishBulk({ count: 5 });
-		await emu.control.injectFault({ route: 'listPublications', kind: 'status', status: 429, code: 'rate_limited', retryAfter: 0, count: 2 });
+		await emu.control.injectFault({
+			route: 'listPublications',
+			kind: 'status',
+			status: 429,
+			code: 'rate_limited',
+			retryAfter: 0,
+			count: 2,
+		});
 		const poller = host({ startFrom: 'beginning', includeManifest: false });
 		await poller.activate();
 		expect(emittedIds(poller.executions)).toEqual([1, 2, 3, 4, 5]);
@@ -289,7 +328,9 @@ describe('overlap, restarts, parameters', () => {
 		await poller.update({ startFrom: 'now', includeManifest: false }, 'Renamed');
 		await poller.tick();
 		expect(poller.executions).toEqual([]);
-		expect(Object.keys(JSON.parse(poller.stored))).toEqual(expect.arrayContaining(['node:Renamed']));
+		expect(Object.keys(JSON.parse(poller.stored))).toEqual(
+			expect.arrayContaining(['node:Renamed']),
+		);
 	});
 
 	it("n8n's durable-cursor path (staged copy per poll) delivers exactly once too", async () => {
@@ -352,7 +393,8 @@ describe('randomized: hundreds of polls against the emulator (seeded)', () => {
 		}
 
 		async commitRandom(): Promise<void> {
-			if (this.pending.length) await this.commit(this.pending[Math.floor(this.random() * this.pending.length)]);
+			if (this.pending.length)
+				await this.commit(this.pending[Math.floor(this.random() * this.pending.length)]);
 		}
 
 		async commitAll(): Promise<void> {
@@ -360,7 +402,10 @@ describe('randomized: hundreds of polls against the emulator (seeded)', () => {
 		}
 
 		of(accountId: string): number[] {
-			return [...this.committed].filter(([, account]) => account === accountId).map(([id]) => id).sort((a, b) => a - b);
+			return [...this.committed]
+				.filter(([, account]) => account === accountId)
+				.map(([id]) => id)
+				.sort((a, b) => a - b);
 		}
 	}
 
@@ -394,7 +439,10 @@ describe('randomized: hundreds of polls against the emulator (seeded)', () => {
 				const what = random();
 				if (what < 0.45) {
 					const account = random() < 0.7 ? me : other.accountId;
-					const pack = account === me && random() < 0.3 ? packs[Math.floor(random() * packs.length)] : undefined;
+					const pack =
+						account === me && random() < 0.3
+							? packs[Math.floor(random() * packs.length)]
+							: undefined;
 					const id = await publishers.allocate(account, pack);
 					if (random() < 0.6) await publishers.commit(id);
 				} else if (what < 0.8) {
@@ -403,7 +451,10 @@ describe('randomized: hundreds of polls against the emulator (seeded)', () => {
 					// A burst from other accounts and ours (several pages).
 					await publishers.commitAll();
 					const account = random() < 0.5 ? me : other.accountId;
-					const { firstId, lastId } = await emu.control.publishBulk({ accountId: account, count: 1 + Math.floor(random() * 500) });
+					const { firstId, lastId } = await emu.control.publishBulk({
+						accountId: account,
+						count: 1 + Math.floor(random() * 500),
+					});
 					for (let id = firstId; id <= lastId; id++) publishers.committed.set(id, account);
 					publishers.maxVisible = lastId;
 				}
@@ -413,8 +464,20 @@ describe('randomized: hundreds of polls against the emulator (seeded)', () => {
 				faults++;
 				const route = includeManifest && random() < 0.5 ? 'getPublication' : 'listPublications';
 				const okBefore = Math.floor(random() * 3);
-				if (okBefore) await emu.control.injectFault({ route, kind: 'slow', when: 'before', delayMs: 1, count: okBefore });
-				await emu.control.injectFault({ route, kind: random() < 0.5 ? 'status' : 'reset', status: 500, count: 3 });
+				if (okBefore)
+					await emu.control.injectFault({
+						route,
+						kind: 'slow',
+						when: 'before',
+						delayMs: 1,
+						count: okBefore,
+					});
+				await emu.control.injectFault({
+					route,
+					kind: random() < 0.5 ? 'status' : 'reset',
+					status: 500,
+					count: 3,
+				});
 			} else if (event < 0.1) {
 				restarts++;
 				await activateWithRetry(() => poller.restart());
@@ -424,7 +487,11 @@ describe('randomized: hundreds of polls against the emulator (seeded)', () => {
 			}
 			const outcome: PollOutcome = await poller.tick();
 			if (outcome.kind === 'error') await emu.control.clearFaults();
-			maxStored = Math.max(maxStored, storedBytes(poller.stored), storedBytes(JSON.stringify(poller.memory())));
+			maxStored = Math.max(
+				maxStored,
+				storedBytes(poller.stored),
+				storedBytes(JSON.stringify(poller.memory())),
+			);
 		}
 		await emu.control.clearFaults();
 		await publishers.commitAll();
@@ -438,9 +505,13 @@ describe('randomized: hundreds of polls against the emulator (seeded)', () => {
 		return { delivered: got.length, faults, restarts, errors: poller.errors.length };
 	}
 
-	it.each([11, 12, 13])('seed %i: every publication exactly once, in order, static data < 16 KiB', async (seed) => {
-		const stats = await scenario(seed, 150);
-		expect(stats.delivered).toBeGreaterThan(50);
-		expect(stats.errors).toBeGreaterThan(0);
-	}, 60_000);
+	it.each([11, 12, 13])(
+		'seed %i: every publication exactly once, in order, static data < 16 KiB',
+		async (seed) => {
+			const stats = await scenario(seed, 150);
+			expect(stats.delivered).toBeGreaterThan(50);
+			expect(stats.errors).toBeGreaterThan(0);
+		},
+		60_000,
+	);
 });

@@ -36,7 +36,11 @@ function upperBound(list: PublicationRecord[], id: number): number {
 	return lo;
 }
 
-const rec = (id: number, pack = `pk_${id}`, version = 1): PublicationRecord => ({ id, pack_id: pack, version });
+const rec = (id: number, pack = `pk_${id}`, version = 1): PublicationRecord => ({
+	id,
+	pack_id: pack,
+	version,
+});
 
 /** An in-memory model of the publication list (§4.2), global ids, commits possibly out of order. */
 class Model {
@@ -112,7 +116,14 @@ interface Driver {
 }
 
 /** One poll as the node runs it: page while full (bounded), then deliver `emitLimit` of them. */
-function poll(model: Model, account: string, driver: Driver, maxPages = 50, emitLimit?: number, between?: () => void) {
+function poll(
+	model: Model,
+	account: string,
+	driver: Driver,
+	maxPages = 50,
+	emitLimit?: number,
+	between?: () => void,
+) {
 	let run = startPoll(driver.state);
 	for (let pages = 0; pages < maxPages; pages++) {
 		if (pages > 0) between?.();
@@ -248,7 +259,11 @@ describe('one poll, plain inputs', () => {
 	});
 
 	it('a next_since_id that does not advance on a full page stops the poll', () => {
-		const step = addPage(startPoll(initialState('q', 0)), { items: [rec(1), rec(2)], next_since_id: 0 }, 2);
+		const step = addPage(
+			startPoll(initialState('q', 0)),
+			{ items: [rec(1), rec(2)], next_since_id: 0 },
+			2,
+		);
 		expect(step.next).toBe(2);
 		const stuck = addPage(startPoll(initialState('q', 5)), { items: [], next_since_id: 1 }, 0);
 		expect(stuck.next).toBeNull();
@@ -264,9 +279,15 @@ describe('one poll, plain inputs', () => {
 
 	it('uses the overlap the API announces, capped', () => {
 		const ids = Array.from({ length: 150 }, (_, i) => i + 1);
-		expect(finishPoll(addPage(startPoll(initialState('q', 0)), page(ids, 150, 10)).run).start).toBe(140);
-		expect(finishPoll(addPage(startPoll(initialState('q', 0)), page(ids, 150, 1e9)).run).start).toBe(150 - MAX_OVERLAP);
-		expect(finishPoll(addPage(startPoll(initialState('q', 0)), page(ids, 150, -3)).run).start).toBe(150 - DEFAULT_OVERLAP);
+		expect(finishPoll(addPage(startPoll(initialState('q', 0)), page(ids, 150, 10)).run).start).toBe(
+			140,
+		);
+		expect(
+			finishPoll(addPage(startPoll(initialState('q', 0)), page(ids, 150, 1e9)).run).start,
+		).toBe(150 - MAX_OVERLAP);
+		expect(finishPoll(addPage(startPoll(initialState('q', 0)), page(ids, 150, -3)).run).start).toBe(
+			150 - DEFAULT_OVERLAP,
+		);
 	});
 
 	it('partial delivery cuts the poll below the first record not delivered', () => {
@@ -278,7 +299,9 @@ describe('one poll, plain inputs', () => {
 		expect(next.fresh.map((r) => r.id)).toEqual([6, 8]);
 		const none = finishPoll(run, 0);
 		expect(none.seen).toEqual({});
-		expect(addPage(startPoll(none), page([2, 4, 6, 8])).fresh.map((r) => r.id)).toEqual([2, 4, 6, 8]);
+		expect(addPage(startPoll(none), page([2, 4, 6, 8])).fresh.map((r) => r.id)).toEqual([
+			2, 4, 6, 8,
+		]);
 	});
 
 	it('startId: nothing at or below it is ever delivered', () => {
@@ -309,7 +332,13 @@ describe('baseline for "now"', () => {
 
 describe('findNewest', () => {
 	it('finds the newest with O(log max id) probes', async () => {
-		for (const ids of [[1], [5], [1, 2, 3], [7, 100000], Array.from({ length: 1000 }, (_, i) => i * 97 + 3)]) {
+		for (const ids of [
+			[1],
+			[5],
+			[1, 2, 3],
+			[7, 100000],
+			Array.from({ length: 1000 }, (_, i) => i * 97 + 3),
+		]) {
 			let probes = 0;
 			const newest = await findNewest(async (since) => {
 				probes++;
@@ -331,7 +360,9 @@ describe('findNewest', () => {
 		for (let round = 0; round < 200; round++) {
 			const count = 1 + Math.floor(random() * 50);
 			const span = 1 + Math.floor(random() * 1_000_000);
-			const ids = [...new Set(Array.from({ length: count }, () => 1 + Math.floor(random() * span)))].sort((a, b) => a - b);
+			const ids = [
+				...new Set(Array.from({ length: count }, () => 1 + Math.floor(random() * span))),
+			].sort((a, b) => a - b);
 			let probes = 0;
 			const newest = await findNewest(async (since) => {
 				probes++;
@@ -357,7 +388,10 @@ describe('randomized runs against the API model (seeded)', () => {
 			const roll = random();
 			if (roll < 0.45) {
 				const account = accounts[Math.floor(random() * accounts.length)];
-				const pack = account === 'a' && random() < 0.4 ? packs[Math.floor(random() * packs.length)] : undefined;
+				const pack =
+					account === 'a' && random() < 0.4
+						? packs[Math.floor(random() * packs.length)]
+						: undefined;
 				const id = model.allocate(account, pack);
 				if (random() < 0.7) model.commit(id);
 			} else if (roll < 0.7 && model.pending.size) {
@@ -413,12 +447,18 @@ describe('randomized runs against the API model (seeded)', () => {
 	it('static data stays under 16 KiB in the worst case (long pack ids, huge ids, max overlap)', () => {
 		let state = initialState('x'.repeat(40), 2 ** 52);
 		const base = 2 ** 52;
-		const items = Array.from({ length: 2000 }, (_, i) => rec(base + i + 1, `pk_${'y'.repeat(14)}${i}`, 1));
+		const items = Array.from({ length: 2000 }, (_, i) =>
+			rec(base + i + 1, `pk_${'y'.repeat(14)}${i}`, 1),
+		);
 		// A server that announces a huge overlap and returns a full page every time.
 		let run = startPoll(state);
 		for (let p = 0; p < 10; p++) {
 			const chunk = items.filter((r) => r.id > run.nextSince).slice(0, PAGE_LIMIT);
-			run = addPage(run, { items: chunk, next_since_id: chunk[chunk.length - 1].id, reread_overlap: 1e6 }).run;
+			run = addPage(run, {
+				items: chunk,
+				next_since_id: chunk[chunk.length - 1].id,
+				reread_overlap: 1e6,
+			}).run;
 		}
 		state = finishPoll(run);
 		expect(Object.keys(state.seen).length).toBeLessThanOrEqual(MAX_SEEN);

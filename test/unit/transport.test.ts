@@ -60,7 +60,11 @@ describe('transport: requests', () => {
 			reply.header('x-request-id', 'req_abc').send({ items: [], next_since_id: 0 }),
 		);
 		const [[item]] = await probe({ action: 'get' });
-		expect(item.json).toEqual({ body: { items: [], next_since_id: 0 }, requestId: 'req_abc', status: 200 });
+		expect(item.json).toEqual({
+			body: { items: [], next_since_id: 0 },
+			requestId: 'req_abc',
+			status: 200,
+		});
 		expect(api.seen).toHaveLength(1);
 		expect(api.seen[0].url).toBe('/api/v1/image-pack-publications');
 		expect(api.seen[0].headers.authorization).toBe(`Bearer ${KEY}`);
@@ -142,7 +146,8 @@ describe('transport: retries', () => {
 	it('waits the Retry-After the service asks for', async () => {
 		api.script(
 			LIST,
-			(_request, reply) => reply.code(429).header('retry-after', '1').send(apiErrorBody('rate_limited')),
+			(_request, reply) =>
+				reply.code(429).header('retry-after', '1').send(apiErrorBody('rate_limited')),
 			(_request, reply) => reply.send({ items: [] }),
 		);
 		await probe({ action: 'get' });
@@ -157,7 +162,9 @@ describe('transport: retries', () => {
 		);
 		const error = await probeError({ action: 'get' });
 		expect(error.message).toBe('The API key is over its rate limit');
-		expect(error.description).toContain(`gave up after ${retryPolicy.rateLimitRetries + 1} attempts`);
+		expect(error.description).toContain(
+			`gave up after ${retryPolicy.rateLimitRetries + 1} attempts`,
+		);
 		expect(api.seen).toHaveLength(retryPolicy.rateLimitRetries + 1);
 	});
 
@@ -171,7 +178,9 @@ describe('transport: retries', () => {
 	});
 
 	it('never retries new_user_daily_limit', async () => {
-		api.script(GENERATE, (_request, reply) => reply.code(429).send(apiErrorBody('new_user_daily_limit')));
+		api.script(GENERATE, (_request, reply) =>
+			reply.code(429).send(apiErrorBody('new_user_daily_limit')),
+		);
 		await probeError({ action: 'post', path: '/api/v1/generate' });
 		expect(api.seen).toHaveLength(1);
 	});
@@ -215,7 +224,9 @@ describe('transport: retries', () => {
 			request.raw.socket.destroy();
 		});
 		const error = await probeError({ action: 'post', path: '/api/v1/generate' });
-		expect(error.message).toContain('The connection to the Image Pack API failed (the connection was reset');
+		expect(error.message).toContain(
+			'The connection to the Image Pack API failed (the connection was reset',
+		);
 		expect(error.description).toContain('ECONNRESET');
 		expect(error.message).toContain('may have been charged: check session s_probe');
 		expect(api.seen).toHaveLength(1);
@@ -247,7 +258,9 @@ describe('transport: retries', () => {
 			parameters: { action: 'post', path: '/api/v1/generate' },
 			credentials: { baseUrl: url, apiKey: KEY },
 		}).catch((caught: NodeApiError) => caught);
-		expect((error as NodeApiError).message).toContain('could not be reached (the connection was refused)');
+		expect((error as NodeApiError).message).toContain(
+			'could not be reached (the connection was refused)',
+		);
 		// Refused means nothing was sent, so no "may have been charged" warning.
 		expect((error as NodeApiError).message).not.toContain('charged');
 	});
@@ -271,7 +284,9 @@ describe('transport: file downloads', () => {
 	});
 
 	it('sends no key to a URL on another host', async () => {
-		cdn.script('GET /elsewhere/a.png', (_request, reply) => reply.type('image/png').send(Buffer.from([1, 2])));
+		cdn.script('GET /elsewhere/a.png', (_request, reply) =>
+			reply.type('image/png').send(Buffer.from([1, 2])),
+		);
 		await probe({ action: 'download', path: `${cdn.url}/elsewhere/a.png` });
 		expect(api.seen).toHaveLength(0);
 		expect(cdn.seen[0].headers.authorization).toBeUndefined();

@@ -6,7 +6,10 @@ import * as generate from './image/generate.operation';
 import * as get from './publication/get.operation';
 import * as getMany from './publication/getMany.operation';
 
-type Operation = (this: IExecuteFunctions, items: INodeExecutionData[]) => Promise<INodeExecutionData[]>;
+type Operation = (
+	this: IExecuteFunctions,
+	items: INodeExecutionData[],
+) => Promise<INodeExecutionData[]>;
 
 const operations: Record<string, Record<string, Operation>> = {
 	image: { generate: generate.execute },
@@ -19,7 +22,10 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 	const operation = this.getNodeParameter('operation', 0) as string;
 	const run = operations[resource]?.[operation];
 	if (!run) {
-		throw new NodeOperationError(this.getNode(), `The operation "${operation}" of "${resource}" is not supported`);
+		throw new NodeOperationError(
+			this.getNode(),
+			`The operation "${operation}" of "${resource}" is not supported`,
+		);
 	}
 	return [await run.call(this, this.getInputData())];
 }

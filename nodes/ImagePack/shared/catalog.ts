@@ -21,8 +21,14 @@ export const MAX_PROMPT_LENGTH = 4000;
 export const AUTO_MODEL = 'auto';
 
 export const PURPOSE_LABELS: Record<Purpose, { name: string; description: string }> = {
-	free: { name: 'Free', description: 'Free generation: the prompt only, no photography rules added' },
-	main_white: { name: 'Main Image (Marketplace Hero)', description: 'Marketplace hero image rules' },
+	free: {
+		name: 'Free',
+		description: 'Free generation: the prompt only, no photography rules added',
+	},
+	main_white: {
+		name: 'Main Image (Marketplace Hero)',
+		description: 'Marketplace hero image rules',
+	},
 	detail: { name: 'Detail Shot', description: 'Close-up detail shot rules' },
 	buyer_show: { name: 'Buyer Show', description: 'Customer-photo style rules' },
 	pure_white: { name: 'Pure White', description: 'White background, no person' },
@@ -45,7 +51,11 @@ export interface ModelSpec {
 }
 
 const ALL_BUT_4_5 = RATIOS.filter((ratio) => ratio !== '4:5');
-const GPT_PRICE = { by: 'quality', credits: { low: 5, medium: 15, high: 50 }, perReference: 1 } as const;
+const GPT_PRICE = {
+	by: 'quality',
+	credits: { low: 5, medium: 15, high: 50 },
+	perReference: 1,
+} as const;
 
 export const MODELS: readonly ModelSpec[] = [
 	{

@@ -105,7 +105,15 @@ export function dedupeKey(packId: string, version: number): string {
 /** The state of a trigger that has not delivered anything yet and starts after `startId`. */
 export function initialState(queryKey: string, startId: number): CursorState {
 	const start = Math.max(0, Math.floor(startId));
-	return { v: STATE_VERSION, queryKey, start, cursor: start, overlap: DEFAULT_OVERLAP, seen: {}, rev: 0 };
+	return {
+		v: STATE_VERSION,
+		queryKey,
+		start,
+		cursor: start,
+		overlap: DEFAULT_OVERLAP,
+		seen: {},
+		rev: 0,
+	};
 }
 
 function isSafeId(value: unknown): value is number {
@@ -123,7 +131,8 @@ export function readState(raw: unknown, queryKey: string): CursorState | undefin
 	if (data.v !== STATE_VERSION || data.queryKey !== queryKey) return undefined;
 	if (!isSafeId(data.start) || !isSafeId(data.cursor) || data.cursor < data.start) return undefined;
 	if (!isSafeId(data.overlap) || !isSafeId(data.rev)) return undefined;
-	if (typeof data.seen !== 'object' || data.seen === null || Array.isArray(data.seen)) return undefined;
+	if (typeof data.seen !== 'object' || data.seen === null || Array.isArray(data.seen))
+		return undefined;
 	const seen: Record<string, number> = {};
 	for (const [key, id] of Object.entries(data.seen as Record<string, unknown>)) {
 		if (!isSafeId(id)) return undefined;
@@ -236,11 +245,19 @@ function ownLog(run: PollRun): PollLog {
 		if (added.size === run.freshCount) break;
 		added.set(key, id);
 	}
-	return { spans: log.spans.slice(0, run.pageCount), fresh: log.fresh.slice(0, run.freshCount), added };
+	return {
+		spans: log.spans.slice(0, run.pageCount),
+		fresh: log.fresh.slice(0, run.freshCount),
+		added,
+	};
 }
 
 /** Folds a page's records into `log`; returns those not delivered before (ascending id). */
-function foldItems(base: CursorState, log: PollLog, items: PublicationRecord[]): PublicationRecord[] {
+function foldItems(
+	base: CursorState,
+	log: PollLog,
+	items: PublicationRecord[],
+): PublicationRecord[] {
 	const fresh: PublicationRecord[] = [];
 	for (const item of items) {
 		if (item.id <= base.start) continue; // settled (never returned by a correct server)
@@ -263,7 +280,9 @@ export function addPage(
 	limit = PAGE_LIMIT,
 ): { run: PollRun; fresh: PublicationRecord[]; next: number | null } {
 	const log = ownLog(run);
-	const previousOverlap = log.spans.length ? log.spans[log.spans.length - 1].overlap : run.base.overlap;
+	const previousOverlap = log.spans.length
+		? log.spans[log.spans.length - 1].overlap
+		: run.base.overlap;
 	const read = readPage(run.nextSince, page, limit, previousOverlap);
 	const fresh = foldItems(run.base, log, read.items);
 	log.spans.push({ since: read.since, end: read.end, overlap: read.overlap });
@@ -294,7 +313,8 @@ export function freshRecords(run: PollRun): PublicationRecord[] {
 export function finishPoll(run: PollRun, emitted?: number): CursorState {
 	const { base, log } = run;
 	if (run.pageCount === 0) return base;
-	const count = emitted === undefined ? run.freshCount : Math.max(0, Math.min(emitted, run.freshCount));
+	const count =
+		emitted === undefined ? run.freshCount : Math.max(0, Math.min(emitted, run.freshCount));
 	let pageCount = run.pageCount;
 	let last = log.spans[pageCount - 1];
 	// Records read with this id or above are treated as not read (the cut).
@@ -325,7 +345,15 @@ export function finishPoll(run: PollRun, emitted?: number): CursorState {
 	if (window.length > MAX_SEEN) window.sort((a, b) => b[1] - a[1]).splice(MAX_SEEN);
 	const kept: Record<string, number> = {};
 	for (const [key, id] of window.sort((a, b) => a[1] - b[1])) kept[key] = id;
-	const next: CursorState = { v: STATE_VERSION, queryKey: base.queryKey, start, cursor, overlap, seen: kept, rev: base.rev };
+	const next: CursorState = {
+		v: STATE_VERSION,
+		queryKey: base.queryKey,
+		start,
+		cursor,
+		overlap,
+		seen: kept,
+		rev: base.rev,
+	};
 	return sameState(next, base) ? base : { ...next, rev: base.rev + 1 };
 }
 
@@ -334,7 +362,12 @@ export function finishPoll(run: PollRun, emitted?: number): CursorState {
  * `since_id = baselineSince(head)`) is treated as already there, and only later publications,
  * including late commits inside the window, are delivered.
  */
-export function baselineState(queryKey: string, since: number, page: ListPage, limit = PAGE_LIMIT): CursorState {
+export function baselineState(
+	queryKey: string,
+	since: number,
+	page: ListPage,
+	limit = PAGE_LIMIT,
+): CursorState {
 	const run = addPage(startPoll(initialState(queryKey, since)), page, limit).run;
 	const state = finishPoll(run);
 	return { ...state, rev: 0 };
@@ -346,7 +379,12 @@ export function baselineSince(head: number, overlap = DEFAULT_OVERLAP): number {
 }
 
 export function sameState(a: CursorState, b: CursorState): boolean {
-	if (a.start !== b.start || a.cursor !== b.cursor || a.overlap !== b.overlap || a.queryKey !== b.queryKey) {
+	if (
+		a.start !== b.start ||
+		a.cursor !== b.cursor ||
+		a.overlap !== b.overlap ||
+		a.queryKey !== b.queryKey
+	) {
 		return false;
 	}
 	const aKeys = Object.keys(a.seen);

@@ -61,7 +61,8 @@ export function englishMessage(info: ApiErrorInfo, path: string): string {
 		if (path.startsWith('/api/v1/image-pack-publications/')) {
 			return 'The publication does not exist or belongs to another account';
 		}
-		if (path.startsWith('/api/file/')) return 'The file does not exist or belongs to another account';
+		if (path.startsWith('/api/file/'))
+			return 'The file does not exist or belongs to another account';
 		return MESSAGES.not_found;
 	}
 	// The refund promise belongs to generate; on the read endpoints it is just a server failure.
@@ -87,7 +88,11 @@ export function errorDescription(info: ApiErrorInfo, extra?: string): string {
  * Reads an error body. The API promises `{error:{code,message,request_id}}`; proxies in front of it
  * may answer with HTML or nothing, which still has to become a clear error.
  */
-export function parseErrorBody(httpStatus: number, text: string, requestIdHeader?: string): ApiErrorInfo {
+export function parseErrorBody(
+	httpStatus: number,
+	text: string,
+	requestIdHeader?: string,
+): ApiErrorInfo {
 	let parsed: unknown;
 	try {
 		parsed = JSON.parse(text);
@@ -103,7 +108,11 @@ export function parseErrorBody(httpStatus: number, text: string, requestIdHeader
 			apiMessage: typeof error.message === 'string' ? error.message : undefined,
 		};
 	}
-	const snippet = text.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 200);
+	const snippet = text
+		.replace(/<[^>]*>/g, ' ')
+		.replace(/\s+/g, ' ')
+		.trim()
+		.slice(0, 200);
 	return {
 		code: parsed === undefined ? 'non_json_response' : 'unknown_error',
 		httpStatus,

@@ -38,10 +38,12 @@ export interface ErrorFacts {
 }
 
 export function errorFacts(error: unknown): ErrorFacts {
-	const context = ((error as { context?: IDataObject } | null | undefined)?.context ?? {}) as IDataObject;
+	const context = ((error as { context?: IDataObject } | null | undefined)?.context ??
+		{}) as IDataObject;
 	return {
 		code: typeof context.code === 'string' ? context.code : null,
-		httpStatus: typeof context.httpStatus === 'number' && context.httpStatus > 0 ? context.httpStatus : null,
+		httpStatus:
+			typeof context.httpStatus === 'number' && context.httpStatus > 0 ? context.httpStatus : null,
 		requestId: typeof context.requestId === 'string' ? context.requestId : null,
 	};
 }

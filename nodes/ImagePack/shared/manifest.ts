@@ -50,7 +50,12 @@ const firstString = (object: Json, keys: string[]): string | undefined => {
 	return undefined;
 };
 
-function imageFrom(item: unknown, group: string, note: string | null, position: number): NormalizedImage {
+function imageFrom(
+	item: unknown,
+	group: string,
+	note: string | null,
+	position: number,
+): NormalizedImage {
 	const object = asObject(item) ?? {};
 	const url = object.download_url ?? object.downloadUrl;
 	return {
@@ -62,7 +67,11 @@ function imageFrom(item: unknown, group: string, note: string | null, position: 
 	};
 }
 
-function finish(schemaVersion: number, notes: NormalizedNote[], images: NormalizedImage[]): NormalizedManifest {
+function finish(
+	schemaVersion: number,
+	notes: NormalizedNote[],
+	images: NormalizedImage[],
+): NormalizedManifest {
 	const deletedImages = images.filter((image) => image.download_url === null).length;
 	return { schemaVersion, notes, images, deletedImages };
 }
@@ -79,7 +88,8 @@ function fromBlocks(manifest: Json): NormalizedManifest {
 			notes.push({ source: id, content });
 			currentNote = content;
 		} else if (block.type === 'images') {
-			for (const item of asArray(block.items)) images.push(imageFrom(item, id, currentNote, images.length));
+			for (const item of asArray(block.items))
+				images.push(imageFrom(item, id, currentNote, images.length));
 		}
 	});
 	return finish(3, notes, images);
@@ -91,7 +101,8 @@ function fromSlots(manifest: Json): NormalizedManifest {
 	asArray(manifest.slots).forEach((raw, index) => {
 		const slot = asObject(raw) ?? {};
 		const id = firstString(slot, ['slotId', 'slot_id', 'id', 'key', 'name']) ?? `slot_${index}`;
-		const note = firstString(slot, ['note', 'content', 'description', 'text', 'title', 'name']) ?? null;
+		const note =
+			firstString(slot, ['note', 'content', 'description', 'text', 'title', 'name']) ?? null;
 		if (note) notes.push({ source: id, content: note });
 		for (const item of asArray(slot.items)) images.push(imageFrom(item, id, note, images.length));
 	});

@@ -72,7 +72,9 @@ export interface ApiResponse<T> {
 /** Reads and checks the credential once per call: bad settings fail before anything is sent. */
 export async function getConnection(ctx: ApiContext, itemIndex = 0): Promise<Connection> {
 	const credentials = await ctx.getCredentials(CREDENTIAL_TYPE, itemIndex);
-	const baseUrl = String(credentials.baseUrl ?? '').trim().replace(/\/+$/, '');
+	const baseUrl = String(credentials.baseUrl ?? '')
+		.trim()
+		.replace(/\/+$/, '');
 	const apiKey = String(credentials.apiKey ?? '').trim();
 	if (!/^https?:\/\/[^/]+/i.test(baseUrl)) {
 		throw new NodeOperationError(
@@ -85,7 +87,10 @@ export async function getConnection(ctx: ApiContext, itemIndex = 0): Promise<Con
 		throw new NodeOperationError(
 			ctx.getNode(),
 			'The API key of the Image Pack API credential must start with sk_',
-			{ itemIndex, description: 'Copy the whole key from the developer center; it is shown only once.' },
+			{
+				itemIndex,
+				description: 'Copy the whole key from the developer center; it is shown only once.',
+			},
 		);
 	}
 	return { baseUrl, apiKey };
@@ -122,7 +127,13 @@ function backoff(attempt: number): number {
 	return retryPolicy.backoffMs * 2 ** (attempt - 1);
 }
 
-function apiError(ctx: ApiContext, request: ApiRequest, info: ApiErrorInfo, apiKey: string, extra?: string) {
+function apiError(
+	ctx: ApiContext,
+	request: ApiRequest,
+	info: ApiErrorInfo,
+	apiKey: string,
+	extra?: string,
+) {
 	const message = englishMessage(info, request.path);
 	const safe = (text: string) => redact(text, apiKey);
 	const details = { ...info, apiMessage: info.apiMessage && safe(info.apiMessage) };
@@ -133,7 +144,11 @@ function apiError(ctx: ApiContext, request: ApiRequest, info: ApiErrorInfo, apiK
 		itemIndex: request.itemIndex,
 	});
 	// Machine-readable facts for Continue On Fail items (see execution.ts).
-	Object.assign(error.context, { code: info.code, httpStatus: info.httpStatus, requestId: info.requestId });
+	Object.assign(error.context, {
+		code: info.code,
+		httpStatus: info.httpStatus,
+		requestId: info.requestId,
+	});
 	return error;
 }
 
@@ -147,7 +162,12 @@ const NETWORK_WORDS: Record<string, string> = {
 	ERR_BAD_RESPONSE: 'the answer was cut off',
 };
 
-function networkError(ctx: ApiContext, request: ApiRequest, code: string | undefined, apiKey: string) {
+function networkError(
+	ctx: ApiContext,
+	request: ApiRequest,
+	code: string | undefined,
+	apiKey: string,
+) {
 	const timedOut = code === 'ETIMEDOUT' || code === 'ECONNABORTED';
 	const notSent = code !== undefined && NOT_SENT_CODES.has(code);
 	// The raw code stays out of the message: NodeApiError swaps messages that mention well-known
@@ -158,11 +178,15 @@ function networkError(ctx: ApiContext, request: ApiRequest, code: string | undef
 			? `The Image Pack API could not be reached (${NETWORK_WORDS[code]}): check the Base URL of the credential`
 			: `The connection to the Image Pack API failed (${(code && NETWORK_WORDS[code]) ?? 'network error'})`;
 	const hint = !notSent && request.method !== 'GET' ? request.uncertainOutcomeHint : undefined;
-	const error = new NodeApiError(ctx.getNode(), { networkError: code ?? 'unknown', httpStatus: 0 } as JsonObject, {
-		message: redact(hint ? `${what}. ${hint}` : what, apiKey),
-		description: `${request.method} ${request.path} · network error: ${code ?? 'unknown'}`,
-		itemIndex: request.itemIndex,
-	});
+	const error = new NodeApiError(
+		ctx.getNode(),
+		{ networkError: code ?? 'unknown', httpStatus: 0 } as JsonObject,
+		{
+			message: redact(hint ? `${what}. ${hint}` : what, apiKey),
+			description: `${request.method} ${request.path} · network error: ${code ?? 'unknown'}`,
+			itemIndex: request.itemIndex,
+		},
+	);
 	Object.assign(error.context, { code: timedOut ? 'timeout' : 'network_error' });
 	return error;
 }
@@ -171,7 +195,8 @@ async function readBodyText(body: unknown): Promise<string> {
 	if (typeof body === 'string') return body;
 	if (body === undefined || body === null) return '';
 	if (body instanceof Buffer) return body.toString('utf8');
-	if (typeof (body as AsyncIterable<unknown>)[Symbol.asyncIterator] !== 'function') return JSON.stringify(body);
+	if (typeof (body as AsyncIterable<unknown>)[Symbol.asyncIterator] !== 'function')
+		return JSON.stringify(body);
 	const chunks: Buffer[] = [];
 	let size = 0;
 	// Error bodies are small; never read more than 64 KiB of one.
@@ -198,7 +223,11 @@ interface Sending {
  * is otherwise retried only when the connection was refused, i.e. nothing was sent. A generation is
  * never sent twice when it may have run.
  */
-async function send(ctx: ApiContext, options: IHttpRequestOptions, { request, apiKey, authenticated }: Sending) {
+async function send(
+	ctx: ApiContext,
+	options: IHttpRequestOptions,
+	{ request, apiKey, authenticated }: Sending,
+) {
 	const idempotent = request.method === 'GET';
 	for (let attempt = 1; ; attempt++) {
 		let response: IN8nHttpFullResponse;
@@ -226,7 +255,8 @@ async function send(ctx: ApiContext, options: IHttpRequestOptions, { request, ap
 		const requestId = headerValue(response.headers, 'x-request-id');
 		const info = parseErrorBody(status, await readBodyText(response.body), requestId);
 		if (status === 429 && info.code === 'rate_limited') {
-			const wait = retryAfterSeconds(headerValue(response.headers, 'retry-after')) ?? backoff(attempt) / 1000;
+			const wait =
+				retryAfterSeconds(headerValue(response.headers, 'retry-after')) ?? backoff(attempt) / 1000;
 			if (attempt <= retryPolicy.rateLimitRetries && wait <= retryPolicy.maxRetryAfterSeconds) {
 				await sleep(wait * 1000);
 				continue;
@@ -241,7 +271,13 @@ async function send(ctx: ApiContext, options: IHttpRequestOptions, { request, ap
 		if (!authenticated && (status === 403 || status === 410)) info.code = 'expired_link';
 		// A gateway error on a POST says nothing about whether the work behind it ran.
 		const uncertain = !idempotent && info.code !== 'internal_error' && status >= 500;
-		throw apiError(ctx, request, info, apiKey, uncertain ? request.uncertainOutcomeHint : undefined);
+		throw apiError(
+			ctx,
+			request,
+			info,
+			apiKey,
+			uncertain ? request.uncertainOutcomeHint : undefined,
+		);
 	}
 }
 
@@ -276,8 +312,19 @@ export async function apiRequest<T>(
 				await sleep(backoff(attempt));
 				continue;
 			}
-			const info = { code: 'non_json_response', httpStatus: response.statusCode, requestId, apiMessage: text.slice(0, 200) };
-			throw apiError(ctx, request, info, apiKey, idempotent ? undefined : request.uncertainOutcomeHint);
+			const info = {
+				code: 'non_json_response',
+				httpStatus: response.statusCode,
+				requestId,
+				apiMessage: text.slice(0, 200),
+			};
+			throw apiError(
+				ctx,
+				request,
+				info,
+				apiKey,
+				idempotent ? undefined : request.uncertainOutcomeHint,
+			);
 		}
 	}
 }
@@ -352,21 +399,38 @@ export async function downloadFile(
 	const { baseUrl, apiKey } = connection ?? (await getConnection(ctx, itemIndex));
 	const target = resolveFileReference(reference, baseUrl);
 	const request: ApiRequest = { method: 'GET', path: new URL(target.url).pathname, itemIndex };
-	const options: IHttpRequestOptions = { method: 'GET', timeout: DEFAULT_TIMEOUT_MS, encoding: 'stream', url: target.url };
+	const options: IHttpRequestOptions = {
+		method: 'GET',
+		timeout: DEFAULT_TIMEOUT_MS,
+		encoding: 'stream',
+		url: target.url,
+	};
 	let signedUrl = target.url;
 
 	if (target.authenticated) {
-		const response = await send(ctx, { ...options, disableFollowRedirect: true }, { request, apiKey, authenticated: true });
+		const response = await send(
+			ctx,
+			{ ...options, disableFollowRedirect: true },
+			{ request, apiKey, authenticated: true },
+		);
 		const location = headerValue(response.headers, 'location');
 		if (response.statusCode < 300) return fileFrom(response, target.fileName);
 		(response.body as { destroy?: () => void } | undefined)?.destroy?.();
 		if (!location) {
-			const info = { code: 'redirect_without_location', httpStatus: response.statusCode, requestId: headerValue(response.headers, 'x-request-id') };
+			const info = {
+				code: 'redirect_without_location',
+				httpStatus: response.statusCode,
+				requestId: headerValue(response.headers, 'x-request-id'),
+			};
 			throw apiError(ctx, request, info, apiKey);
 		}
 		signedUrl = new URL(location, target.url).toString();
 	}
-	const signed = { request: { ...request, path: 'signed download link' }, apiKey, authenticated: false };
+	const signed = {
+		request: { ...request, path: 'signed download link' },
+		apiKey,
+		authenticated: false,
+	};
 	const response = await send(ctx, { ...options, url: signedUrl }, signed);
 	return fileFrom(response, target.fileName);
 }

@@ -62,7 +62,8 @@ export class ValidationIssue extends Error {
 	}
 }
 
-const list = (values: readonly (string | number)[]) => values.map((value) => String(value)).join(', ');
+const list = (values: readonly (string | number)[]) =>
+	values.map((value) => String(value)).join(', ');
 
 /**
  * Reference image ids from whatever the user wired in: a comma/space separated string, an array of
@@ -74,7 +75,9 @@ export function parseReferenceImageIds(value: unknown): string[] {
 		if (entry === null || entry === undefined || entry === '') return;
 		if (Array.isArray(entry)) return entry.forEach(visit);
 		if (typeof entry === 'object') {
-			const id = (entry as { id?: unknown; imageId?: unknown }).id ?? (entry as { imageId?: unknown }).imageId;
+			const id =
+				(entry as { id?: unknown; imageId?: unknown }).id ??
+				(entry as { imageId?: unknown }).imageId;
 			if (id === undefined) {
 				throw new ValidationIssue(
 					'referenceImageIds',
@@ -104,7 +107,13 @@ export function parseReferenceImageIds(value: unknown): string[] {
 	return ids;
 }
 
-function oneOf<T extends string | number>(parameter: string, label: string, value: unknown, allowed: readonly T[], context = ''): T {
+function oneOf<T extends string | number>(
+	parameter: string,
+	label: string,
+	value: unknown,
+	allowed: readonly T[],
+	context = '',
+): T {
 	const match = allowed.find((candidate) => String(candidate) === String(value).trim());
 	if (match === undefined) {
 		throw new ValidationIssue(
@@ -140,7 +149,13 @@ export function validateGenerate(parameters: GenerateParameters): ValidatedGener
 
 	const ratio = oneOf('ratio', 'Ratio', parameters.ratio, model?.ratios ?? RATIOS, on);
 	const resolution = parameters.resolution
-		? oneOf('resolution', 'Resolution', parameters.resolution, model?.resolutions ?? RESOLUTIONS, on)
+		? oneOf(
+				'resolution',
+				'Resolution',
+				parameters.resolution,
+				model?.resolutions ?? RESOLUTIONS,
+				on,
+			)
 		: undefined;
 	const n = oneOf('n', 'Number of images', parameters.n, IMAGE_COUNTS);
 	const purpose = oneOf('purpose', 'Purpose', parameters.purpose || 'free', PURPOSES);
@@ -157,7 +172,11 @@ export function validateGenerate(parameters: GenerateParameters): ValidatedGener
 		);
 	}
 
-	const query = { resolution: resolution ?? ('' as const), quality, referenceCount: references.length };
+	const query = {
+		resolution: resolution ?? ('' as const),
+		quality,
+		referenceCount: references.length,
+	};
 	if (!model && autoCandidates(ratio, query).length === 0) {
 		throw new ValidationIssue(
 			'resolution',
@@ -175,7 +194,10 @@ export function validateGenerate(parameters: GenerateParameters): ValidatedGener
 
 	const sessionId = String(parameters.sessionId ?? '').trim();
 	if (sessionId && !/^s_[A-Za-z0-9_-]+$/.test(sessionId)) {
-		throw new ValidationIssue('sessionId', `"${sessionId}" is not a session id (they look like s_...)`);
+		throw new ValidationIssue(
+			'sessionId',
+			`"${sessionId}" is not a session id (they look like s_...)`,
+		);
 	}
 
 	const body: GenerateBody = { model: modelId, ratio, n, purpose_id: purpose };

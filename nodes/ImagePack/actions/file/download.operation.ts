@@ -29,21 +29,38 @@ export const description: INodeProperties[] = [
 	},
 ];
 
-export async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[]> {
+export async function execute(
+	this: IExecuteFunctions,
+	items: INodeExecutionData[],
+): Promise<INodeExecutionData[]> {
 	const connection = await getConnection(this);
 	const output: INodeExecutionData[] = [];
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
 		try {
 			const fileUrl = String(this.getNodeParameter('fileUrl', itemIndex, '') ?? '').trim();
-			const property = String(this.getNodeParameter('binaryPropertyName', itemIndex, 'data')).trim();
+			const property = String(
+				this.getNodeParameter('binaryPropertyName', itemIndex, 'data'),
+			).trim();
 			if (!fileUrl) {
-				throw new NodeOperationError(this.getNode(), `Item ${itemIndex}: File URL is empty. Allowed values: an images[].url, a download_url, a file name or a URL on the credential's host`, { itemIndex });
+				throw new NodeOperationError(
+					this.getNode(),
+					`Item ${itemIndex}: File URL is empty. Allowed values: an images[].url, a download_url, a file name or a URL on the credential's host`,
+					{ itemIndex },
+				);
 			}
 			if (!property) {
-				throw new NodeOperationError(this.getNode(), `Item ${itemIndex}: Put Output File in Field is empty`, { itemIndex });
+				throw new NodeOperationError(
+					this.getNode(),
+					`Item ${itemIndex}: Put Output File in Field is empty`,
+					{ itemIndex },
+				);
 			}
 			const file = await downloadFile(this, fileUrl, itemIndex, connection);
-			const binary = await this.helpers.prepareBinaryData(file.body as Buffer, file.fileName, file.mimeType);
+			const binary = await this.helpers.prepareBinaryData(
+				file.body as Buffer,
+				file.fileName,
+				file.mimeType,
+			);
 			const fileSize = binary.bytes ?? file.contentLength ?? null;
 			output.push({
 				json: { filename: binary.fileName ?? file.fileName, mimeType: binary.mimeType, fileSize },

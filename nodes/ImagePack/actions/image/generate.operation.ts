@@ -20,7 +20,13 @@ import {
 	describePrice,
 } from '../../shared/catalog';
 import { asNodeError, errorItem, mapWithConcurrency } from '../../shared/execution';
-import { type Connection, GENERATE_TIMEOUT_MS, apiRequest, downloadFile, getConnection } from '../../shared/transport';
+import {
+	type Connection,
+	GENERATE_TIMEOUT_MS,
+	apiRequest,
+	downloadFile,
+	getConnection,
+} from '../../shared/transport';
 import { type ValidatedGenerate, ValidationIssue, validateGenerate } from '../../shared/validate';
 
 const show = { resource: ['image'], operation: ['generate'] };
@@ -43,15 +49,18 @@ export const description: INodeProperties[] = [
 		name: 'model',
 		type: 'options',
 		default: AUTO_MODEL,
-		description: 'Image model. Auto picks one per request and does not report which; pick a model to know it.',
+		description:
+			'Image model. Auto picks one per request and does not report which; pick a model to know it.',
 		options: [
 			{
 				name: 'Auto',
 				value: AUTO_MODEL,
-				description: 'Nano Banana 2 by default, GPT Image 2 for text in the image, another model when there are too many references',
+				description:
+					'Nano Banana 2 by default, GPT Image 2 for text in the image, another model when there are too many references',
 			},
 			...MODELS.map((model) => ({
-				name: model.status === 'Stable' ? model.displayName : `${model.displayName} (${model.status})`,
+				name:
+					model.status === 'Stable' ? model.displayName : `${model.displayName} (${model.status})`,
 				value: model.id,
 				description: describePrice(model),
 			})),
@@ -134,7 +143,8 @@ export const description: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		placeholder: 's_123',
-		description: 'Continue an existing session: map the session_id of an earlier Generate. Empty starts a new session.',
+		description:
+			'Continue an existing session: map the session_id of an earlier Generate. Empty starts a new session.',
 		displayOptions: { show },
 	},
 	{
@@ -162,7 +172,8 @@ export const description: INodeProperties[] = [
 				type: 'number',
 				typeOptions: { minValue: 1, maxValue: MAX_CONCURRENCY },
 				default: 1,
-				description: 'How many items are generated at the same time. Output order always follows input order.',
+				description:
+					'How many items are generated at the same time. Output order always follows input order.',
 			},
 			{
 				displayName: 'Download Images',
@@ -177,14 +188,16 @@ export const description: INodeProperties[] = [
 				type: 'number',
 				typeOptions: { minValue: 0 },
 				default: 0,
-				description: 'Refuse to send an item whose estimated credits exceed this (0 = no limit). For Auto the estimate is the highest price Auto may pick.',
+				description:
+					'Refuse to send an item whose estimated credits exceed this (0 = no limit). For Auto the estimate is the highest price Auto may pick.',
 			},
 			{
 				displayName: 'One Item per Image',
 				name: 'splitImages',
 				type: 'boolean',
 				default: false,
-				description: 'Whether to output one item per generated image (binary under "data") instead of one item per request',
+				description:
+					'Whether to output one item per generated image (binary under "data") instead of one item per request',
 			},
 			{
 				displayName: 'Timeout (Seconds)',
@@ -192,7 +205,8 @@ export const description: INodeProperties[] = [
 				type: 'number',
 				typeOptions: { minValue: 10 },
 				default: 330, // GENERATE_TIMEOUT_MS in seconds; the lint rule wants a literal here
-				description: 'How long to wait for a generation. The service may take up to 5 minutes, so keep this above 300.',
+				description:
+					'How long to wait for a generation. The service may take up to 5 minutes, so keep this above 300.',
 			},
 		],
 	},
@@ -222,9 +236,14 @@ interface GenerateResponse extends IDataObject {
 	images: GeneratedImage[];
 }
 
-type Plan = { ok: true; request: ValidatedGenerate; options: GenerateOptions } | { ok: false; error: Error };
+type Plan =
+	| { ok: true; request: ValidatedGenerate; options: GenerateOptions }
+	| { ok: false; error: Error };
 
-function planItem(ctx: IExecuteFunctions, itemIndex: number): { request: ValidatedGenerate; options: GenerateOptions } {
+function planItem(
+	ctx: IExecuteFunctions,
+	itemIndex: number,
+): { request: ValidatedGenerate; options: GenerateOptions } {
 	const options = ctx.getNodeParameter('options', itemIndex, {}) as GenerateOptions;
 	try {
 		const request = validateGenerate({
@@ -323,14 +342,23 @@ async function generateOne(
 	binaries.forEach((data, index) => {
 		if (data) binary[`image_${index}`] = data;
 	});
-	return [{ json: result, binary: Object.keys(binary).length ? binary : undefined, pairedItem: { item: itemIndex } }];
+	return [
+		{
+			json: result,
+			binary: Object.keys(binary).length ? binary : undefined,
+			pairedItem: { item: itemIndex },
+		},
+	];
 }
 
 /**
  * Every item is validated before the first request, so a bad row in a batch costs nothing and
  * stops nothing half-way. Requests then run with bounded concurrency, output in input order.
  */
-export async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[]> {
+export async function execute(
+	this: IExecuteFunctions,
+	items: INodeExecutionData[],
+): Promise<INodeExecutionData[]> {
 	const continueOnFail = this.continueOnFail();
 	const connection = await getConnection(this);
 	const plans: Plan[] = items.map((_item, itemIndex) => {
@@ -341,7 +369,9 @@ export async function execute(this: IExecuteFunctions, items: INodeExecutionData
 			return { ok: false, error: error as Error };
 		}
 	});
-	const requested = Number((this.getNodeParameter('options', 0, {}) as GenerateOptions).concurrency ?? 1);
+	const requested = Number(
+		(this.getNodeParameter('options', 0, {}) as GenerateOptions).concurrency ?? 1,
+	);
 	const concurrency = Math.min(MAX_CONCURRENCY, Math.max(1, Math.floor(requested) || 1));
 
 	const charged: string[] = [];

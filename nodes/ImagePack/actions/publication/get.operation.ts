@@ -1,4 +1,10 @@
-import type { IBinaryData, IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import type {
+	IBinaryData,
+	IDataObject,
+	IExecuteFunctions,
+	INodeExecutionData,
+	INodeProperties,
+} from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
 import { asNodeError, errorItem } from '../../shared/execution';
@@ -67,13 +73,20 @@ export async function fetchPublication(
 	);
 	const normalized = normalizeManifest(body.manifest);
 	const binary: Record<string, IBinaryData> = {};
-	const images = normalized.images.map((image) => ({ ...image, binaryProperty: null as string | null }));
+	const images = normalized.images.map((image) => ({
+		...image,
+		binaryProperty: null as string | null,
+	}));
 	if (downloadImages) {
 		for (const image of images) {
 			if (!image.download_url) continue;
 			const key = `image_${Object.keys(binary).length}`;
 			const file = await downloadFile(ctx, image.download_url, itemIndex, connection);
-			binary[key] = await ctx.helpers.prepareBinaryData(file.body as Buffer, file.fileName, file.mimeType);
+			binary[key] = await ctx.helpers.prepareBinaryData(
+				file.body as Buffer,
+				file.fileName,
+				file.mimeType,
+			);
 			image.binaryProperty = key;
 		}
 	}
@@ -84,13 +97,18 @@ export async function fetchPublication(
 	};
 }
 
-export async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[]> {
+export async function execute(
+	this: IExecuteFunctions,
+	items: INodeExecutionData[],
+): Promise<INodeExecutionData[]> {
 	const connection = await getConnection(this);
 	const output: INodeExecutionData[] = [];
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
 		try {
 			const id = publicationIdOf(this, itemIndex);
-			const { downloadImages = false } = this.getNodeParameter('options', itemIndex, {}) as { downloadImages?: boolean };
+			const { downloadImages = false } = this.getNodeParameter('options', itemIndex, {}) as {
+				downloadImages?: boolean;
+			};
 			output.push(await fetchPublication(this, id, itemIndex, downloadImages, connection));
 		} catch (error) {
 			if (!this.continueOnFail()) throw asNodeError(this, error, itemIndex);

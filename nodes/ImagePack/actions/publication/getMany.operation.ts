@@ -1,4 +1,9 @@
-import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import type {
+	IDataObject,
+	IExecuteFunctions,
+	INodeExecutionData,
+	INodeProperties,
+} from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
 import { asNodeError, errorItem } from '../../shared/execution';
@@ -41,7 +46,15 @@ interface ListPage {
 	next_since_id: number;
 }
 
-function wholeNumber(ctx: IExecuteFunctions, name: string, label: string, value: unknown, itemIndex: number, min: number, max: number): number {
+function wholeNumber(
+	ctx: IExecuteFunctions,
+	name: string,
+	label: string,
+	value: unknown,
+	itemIndex: number,
+	min: number,
+	max: number,
+): number {
 	const number = Number(value);
 	if (!Number.isSafeInteger(number) || number < min || number > max) {
 		throw new NodeOperationError(
@@ -65,10 +78,16 @@ async function listRecords(
 	// Within one call the pages follow next_since_id directly: re-reading the overlap only matters
 	// across calls, and the trigger does that.
 	for (;;) {
-		const pageSize = limit === undefined ? MAX_PAGE_SIZE : Math.min(MAX_PAGE_SIZE, limit - records.length);
+		const pageSize =
+			limit === undefined ? MAX_PAGE_SIZE : Math.min(MAX_PAGE_SIZE, limit - records.length);
 		const { body } = await apiRequest<ListPage>(
 			ctx,
-			{ method: 'GET', path: '/api/v1/image-pack-publications', qs: { since_id: cursor, limit: pageSize }, itemIndex },
+			{
+				method: 'GET',
+				path: '/api/v1/image-pack-publications',
+				qs: { since_id: cursor, limit: pageSize },
+				itemIndex,
+			},
 			connection,
 		);
 		const items = Array.isArray(body.items) ? body.items : [];
@@ -80,16 +99,35 @@ async function listRecords(
 	return records;
 }
 
-export async function execute(this: IExecuteFunctions, items: INodeExecutionData[]): Promise<INodeExecutionData[]> {
+export async function execute(
+	this: IExecuteFunctions,
+	items: INodeExecutionData[],
+): Promise<INodeExecutionData[]> {
 	const connection = await getConnection(this);
 	const output: INodeExecutionData[] = [];
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
 		try {
-			const sinceId = wholeNumber(this, 'sinceId', 'Since ID', this.getNodeParameter('sinceId', itemIndex, 0), itemIndex, 0, Number.MAX_SAFE_INTEGER);
+			const sinceId = wholeNumber(
+				this,
+				'sinceId',
+				'Since ID',
+				this.getNodeParameter('sinceId', itemIndex, 0),
+				itemIndex,
+				0,
+				Number.MAX_SAFE_INTEGER,
+			);
 			const returnAll = this.getNodeParameter('returnAll', itemIndex, false) as boolean;
 			const limit = returnAll
 				? undefined
-				: wholeNumber(this, 'limit', 'Limit', this.getNodeParameter('limit', itemIndex, 50), itemIndex, 1, MAX_PAGE_SIZE);
+				: wholeNumber(
+						this,
+						'limit',
+						'Limit',
+						this.getNodeParameter('limit', itemIndex, 50),
+						itemIndex,
+						1,
+						MAX_PAGE_SIZE,
+					);
 			const records = await listRecords(this, itemIndex, sinceId, limit, connection);
 			for (const record of records) output.push({ json: record, pairedItem: { item: itemIndex } });
 		} catch (error) {
