@@ -1,7 +1,8 @@
 /**
  * The same tarball in the newest n8n 1.x that installs here (1.123.81, on this machine's Node 20; see
  * the `v1` profile in n8n-install.mjs): the package loads, a generate workflow with binaries and the
- * scheduled batch example run with `n8n execute` against the emulator.
+ * scheduled batch example run with `n8n execute` against the emulator, and the trigger's activation
+ * poll emits in a running n8n 1.x and keeps its state across a restart.
  *
  * Skipped with E2E_SKIP_N8N_V1=1 (gulp e2e then does not install that n8n either).
  */
@@ -11,16 +12,31 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import { chain, emulatorCredential, loadExample, node, startTestEmulator, withCredential } from './fixtures.mjs';
-import { createUserFolder, executeWorkflow, importCredential, importWorkflow, installPaths, n8nCli, packPackage, readBinary } from './n8n.mjs';
+import { chain, emulatorCredential, loadExample, node, startTestEmulator, waitFor, withCredential } from './fixtures.mjs';
+import {
+	createUserFolder,
+	executeWorkflow,
+	importCredential,
+	importWorkflow,
+	installPaths,
+	n8nCli,
+	packPackage,
+	publishWorkflow,
+	readBinary,
+	readExecutions,
+	readStaticData,
+	startN8n,
+} from './n8n.mjs';
 
 const profile = 'v1';
 const { n8n: version } = installPaths(profile).profile;
 const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
+const TRIGGER = 'e2eV1Trigger0001';
 
 describe(`n8n ${version} (1.x) on Node ${process.versions.node}`, { skip: process.env.E2E_SKIP_N8N_V1 === '1' && 'E2E_SKIP_N8N_V1=1' }, () => {
 	let emulator;
 	let userFolder;
+	let n8n;
 
 	before(async () => {
 		emulator = await startTestEmulator();
@@ -42,12 +58,27 @@ describe(`n8n ${version} (1.x) on Node ${process.versions.node}`, { skip: proces
 					}),
 				]),
 				loadExample('scheduled-batch-generation.json'),
+				{
+					id: TRIGGER,
+					name: 'e2e (1.x): trigger from the beginning',
+					nodes: [
+						node('Trigger', 'n8n-nodes-imagepack.imagePackTrigger', {
+							pollTimes: { item: [{ mode: 'everyHour' }] },
+							includeManifest: true,
+							startFrom: 'beginning',
+						}),
+					],
+					connections: {},
+					settings: { executionOrder: 'v1' },
+				},
 			].map((workflow) => withCredential(workflow, credential)),
 			{ profile },
 		);
+		await publishWorkflow(userFolder.dir, TRIGGER, { profile });
 	});
 
 	after(async () => {
+		await n8n?.stop();
 		await emulator?.close();
 		userFolder?.cleanup();
 	});
@@ -85,5 +116,33 @@ describe(`n8n ${version} (1.x) on Node ${process.versions.node}`, { skip: proces
 			['TOTE-002', 'generated', 32],
 			['LAMP-003', 'generated', 32],
 		]);
+	});
+
+	it('runs the trigger: the activation poll emits, the state survives a restart, nothing is emitted twice', async () => {
+		const first = await emulator.control.publish({ packId: 'pk_v1_first' });
+		const emitted = async (count) =>
+			waitFor(
+				async () => {
+					const executions = await readExecutions(userFolder.dir, TRIGGER, { profile });
+					return executions.length >= count && executions;
+				},
+				{ timeoutMs: 60_000, intervalMs: 1000, what: `${count} trigger executions in n8n ${version}` },
+			);
+		const ids = (execution) => execution.nodeOutput('Trigger').map((item) => item.json.id);
+
+		n8n = await startN8n({ userFolder: userFolder.dir, profile });
+		const [run] = await emitted(1);
+		assert.deepEqual(ids(run), [first.id]);
+		assert.equal(run.nodeOutput('Trigger')[0].json.manifest.schemaVersion, 3);
+		await n8n.stop();
+		const saved = await readStaticData(userFolder.dir, TRIGGER, { profile });
+		assert.ok(saved?.['node:Trigger']?.cursor >= first.id, JSON.stringify(saved));
+
+		const second = await emulator.control.publish({ packId: 'pk_v1_second' });
+		n8n = await startN8n({ userFolder: userFolder.dir, profile });
+		const executions = await emitted(2);
+		await n8n.stop();
+		n8n = null;
+		assert.deepEqual(executions.map(ids), [[first.id], [second.id]]);
 	});
 });

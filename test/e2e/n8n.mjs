@@ -240,11 +240,14 @@ export async function executeWorkflow(userFolder, id, options = {}) {
 }
 
 /**
- * Marks a workflow as published (n8n 2.x's word for active) in the database: `n8n publish:workflow`.
- * A running n8n does not notice; the workflow is activated when n8n (re)starts.
+ * Marks a workflow as published (n8n 2.x's word for active) in the database: `n8n publish:workflow`
+ * (n8n 1.x: `n8n update:workflow --active=true`). A running n8n does not notice; the workflow is
+ * activated when n8n (re)starts.
  */
 export async function publishWorkflow(userFolder, id, options = {}) {
-	return n8nCliOk(['publish:workflow', `--id=${id}`], { ...options, userFolder });
+	const v1 = installPaths(options.profile).profile.n8n.startsWith('1.');
+	const args = v1 ? ['update:workflow', `--id=${id}`, '--active=true'] : ['publish:workflow', `--id=${id}`];
+	return n8nCliOk(args, { ...options, userFolder });
 }
 
 /**
