@@ -23,7 +23,8 @@ function emulator() {
 
 /**
  * The packed package in a real, pinned n8n (installed once into ~/.cache, see test/e2e/n8n-install.mjs),
- * workflows executed against the emulator. `npm run test:e2e -- --test-name-pattern=generate` filters.
+ * workflows executed against the emulator; n8n 1.x too unless E2E_SKIP_N8N_V1=1.
+ * `npm run test:e2e -- --test-name-pattern=generate` filters.
  */
 async function e2e() {
 	const dir = path.join('test', 'e2e');
@@ -35,7 +36,9 @@ async function e2e() {
 		.pop();
 	const files = fs.readdirSync(dir).filter((name) => name.endsWith('.test.mjs')).map((name) => path.join(dir, name));
 	const env = { ...process.env, IMAGEPACK_TARBALL: tarball };
-	return run(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...process.argv.slice(3), ...files], { env });
+	return run(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...process.argv.slice(3), ...files], {
+		env,
+	}).finally(() => fs.rmSync(path.dirname(tarball), { recursive: true, force: true }));
 }
 
 /** Emulator + the pinned n8n with this package, a ready credential and the example workflows. */
