@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import { chain, emulatorCredential, loadExample, node, startTestEmulator, waitFor, withCredential } from './fixtures.mjs';
+import { chain, emulatorCredential, exampleWorkflows, loadExample, node, startTestEmulator, waitFor, withCredential } from './fixtures.mjs';
 import {
 	createUserFolder,
 	executeWorkflow,
@@ -83,12 +83,20 @@ describe(`n8n ${version} (1.x) on Node ${process.versions.node}`, { skip: proces
 		userFolder?.cleanup();
 	});
 
-	it('loads the package: action node, trigger, tool variant and credential', async () => {
+	it('loads the package (action node, trigger, tool variant); the examples’ node versions exist', async () => {
 		const output = path.join(userFolder.dir, 'nodes.json');
 		const result = await n8nCli(['export:nodes', `--output=${output}`], { userFolder: userFolder.dir, profile, env: { N8N_LOG_LEVEL: 'error' } });
 		assert.equal(result.code, 0, result.stdout + result.stderr);
-		const names = new Set(JSON.parse(fs.readFileSync(output, 'utf8')).map((type) => type.name));
+		const types = JSON.parse(fs.readFileSync(output, 'utf8'));
+		const names = new Set(types.map((type) => type.name));
 		for (const name of ['imagePack', 'imagePackTrigger', 'imagePackTool']) assert.ok(names.has(`n8n-nodes-imagepack.${name}`), name);
+		// The example workflows use node versions that 1.x has too.
+		for (const { file, workflow } of exampleWorkflows()) {
+			for (const n of workflow.nodes) {
+				const known = types.some((type) => type.name === n.type && [type.version].flat().includes(n.typeVersion));
+				assert.ok(known, `${file}: ${n.type} v${n.typeVersion} is not known to n8n ${version}`);
+			}
+		}
 	});
 
 	it('runs a generate workflow: response and binaries', async () => {
