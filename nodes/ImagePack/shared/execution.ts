@@ -70,3 +70,24 @@ export function asNodeError(
 	if (error instanceof NodeApiError || error instanceof NodeOperationError) return error;
 	return new NodeOperationError(ctx.getNode(), error as Error, { itemIndex });
 }
+
+/**
+ * Runs `work` for each input item in order. Under Continue On Fail a failing item becomes an error
+ * item and the others go on; otherwise the first failure stops the node.
+ */
+export async function eachItem(
+	ctx: IExecuteFunctions,
+	items: INodeExecutionData[],
+	work: (itemIndex: number) => Promise<INodeExecutionData[]>,
+): Promise<INodeExecutionData[]> {
+	const output: INodeExecutionData[] = [];
+	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
+		try {
+			output.push(...(await work(itemIndex)));
+		} catch (error) {
+			if (!ctx.continueOnFail()) throw asNodeError(ctx, error, itemIndex);
+			output.push(errorItem(error, itemIndex));
+		}
+	}
+	return output;
+}

@@ -1,7 +1,7 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { asNodeError, errorItem } from '../../shared/execution';
+import { eachItem } from '../../shared/execution';
 import { downloadFile, getConnection } from '../../shared/transport';
 
 const show = { resource: ['file'], operation: ['download'] };
@@ -34,43 +34,36 @@ export async function execute(
 	items: INodeExecutionData[],
 ): Promise<INodeExecutionData[]> {
 	const connection = await getConnection(this);
-	const output: INodeExecutionData[] = [];
-	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
-		try {
-			const fileUrl = String(this.getNodeParameter('fileUrl', itemIndex, '') ?? '').trim();
-			const property = String(
-				this.getNodeParameter('binaryPropertyName', itemIndex, 'data'),
-			).trim();
-			if (!fileUrl) {
-				throw new NodeOperationError(
-					this.getNode(),
-					`Item ${itemIndex}: File URL is empty. Allowed values: an images[].url, a download_url, a file name or a URL on the credential's host`,
-					{ itemIndex },
-				);
-			}
-			if (!property) {
-				throw new NodeOperationError(
-					this.getNode(),
-					`Item ${itemIndex}: Put Output File in Field is empty`,
-					{ itemIndex },
-				);
-			}
-			const file = await downloadFile(this, fileUrl, itemIndex, connection);
-			const binary = await this.helpers.prepareBinaryData(
-				file.body as Buffer,
-				file.fileName,
-				file.mimeType,
+	return await eachItem(this, items, async (itemIndex) => {
+		const fileUrl = String(this.getNodeParameter('fileUrl', itemIndex, '') ?? '').trim();
+		const property = String(this.getNodeParameter('binaryPropertyName', itemIndex, 'data')).trim();
+		if (!fileUrl) {
+			throw new NodeOperationError(
+				this.getNode(),
+				`Item ${itemIndex}: File URL is empty. Allowed values: an images[].url, a download_url, a file name or a URL on the credential's host`,
+				{ itemIndex },
 			);
-			const fileSize = binary.bytes ?? file.contentLength ?? null;
-			output.push({
+		}
+		if (!property) {
+			throw new NodeOperationError(
+				this.getNode(),
+				`Item ${itemIndex}: Put Output File in Field is empty`,
+				{ itemIndex },
+			);
+		}
+		const file = await downloadFile(this, fileUrl, itemIndex, connection);
+		const binary = await this.helpers.prepareBinaryData(
+			file.body as Buffer,
+			file.fileName,
+			file.mimeType,
+		);
+		const fileSize = binary.bytes ?? file.contentLength ?? null;
+		return [
+			{
 				json: { filename: binary.fileName ?? file.fileName, mimeType: binary.mimeType, fileSize },
 				binary: { [property]: binary },
 				pairedItem: { item: itemIndex },
-			});
-		} catch (error) {
-			if (!this.continueOnFail()) throw asNodeError(this, error, itemIndex);
-			output.push(errorItem(error, itemIndex));
-		}
-	}
-	return output;
+			},
+		];
+	});
 }

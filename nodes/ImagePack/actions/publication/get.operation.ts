@@ -7,7 +7,7 @@ import type {
 } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { asNodeError, errorItem } from '../../shared/execution';
+import { eachItem } from '../../shared/execution';
 import { normalizeManifest } from '../../shared/manifest';
 import { type Connection, apiRequest, downloadFile, getConnection } from '../../shared/transport';
 
@@ -102,18 +102,11 @@ export async function execute(
 	items: INodeExecutionData[],
 ): Promise<INodeExecutionData[]> {
 	const connection = await getConnection(this);
-	const output: INodeExecutionData[] = [];
-	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
-		try {
-			const id = publicationIdOf(this, itemIndex);
-			const { downloadImages = false } = this.getNodeParameter('options', itemIndex, {}) as {
-				downloadImages?: boolean;
-			};
-			output.push(await fetchPublication(this, id, itemIndex, downloadImages, connection));
-		} catch (error) {
-			if (!this.continueOnFail()) throw asNodeError(this, error, itemIndex);
-			output.push(errorItem(error, itemIndex));
-		}
-	}
-	return output;
+	return await eachItem(this, items, async (itemIndex) => {
+		const id = publicationIdOf(this, itemIndex);
+		const { downloadImages = false } = this.getNodeParameter('options', itemIndex, {}) as {
+			downloadImages?: boolean;
+		};
+		return [await fetchPublication(this, id, itemIndex, downloadImages, connection)];
+	});
 }

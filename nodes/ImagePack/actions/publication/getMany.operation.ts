@@ -6,7 +6,7 @@ import type {
 } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { asNodeError, errorItem } from '../../shared/execution';
+import { eachItem } from '../../shared/execution';
 import { type Connection, apiRequest, getConnection } from '../../shared/transport';
 
 const show = { resource: ['publication'], operation: ['getMany'] };
@@ -104,36 +104,29 @@ export async function execute(
 	items: INodeExecutionData[],
 ): Promise<INodeExecutionData[]> {
 	const connection = await getConnection(this);
-	const output: INodeExecutionData[] = [];
-	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
-		try {
-			const sinceId = wholeNumber(
-				this,
-				'sinceId',
-				'Since ID',
-				this.getNodeParameter('sinceId', itemIndex, 0),
-				itemIndex,
-				0,
-				Number.MAX_SAFE_INTEGER,
-			);
-			const returnAll = this.getNodeParameter('returnAll', itemIndex, false) as boolean;
-			const limit = returnAll
-				? undefined
-				: wholeNumber(
-						this,
-						'limit',
-						'Limit',
-						this.getNodeParameter('limit', itemIndex, 50),
-						itemIndex,
-						1,
-						MAX_PAGE_SIZE,
-					);
-			const records = await listRecords(this, itemIndex, sinceId, limit, connection);
-			for (const record of records) output.push({ json: record, pairedItem: { item: itemIndex } });
-		} catch (error) {
-			if (!this.continueOnFail()) throw asNodeError(this, error, itemIndex);
-			output.push(errorItem(error, itemIndex));
-		}
-	}
-	return output;
+	return await eachItem(this, items, async (itemIndex) => {
+		const sinceId = wholeNumber(
+			this,
+			'sinceId',
+			'Since ID',
+			this.getNodeParameter('sinceId', itemIndex, 0),
+			itemIndex,
+			0,
+			Number.MAX_SAFE_INTEGER,
+		);
+		const returnAll = this.getNodeParameter('returnAll', itemIndex, false) as boolean;
+		const limit = returnAll
+			? undefined
+			: wholeNumber(
+					this,
+					'limit',
+					'Limit',
+					this.getNodeParameter('limit', itemIndex, 50),
+					itemIndex,
+					1,
+					MAX_PAGE_SIZE,
+				);
+		const records = await listRecords(this, itemIndex, sinceId, limit, connection);
+		return records.map((record) => ({ json: record, pairedItem: { item: itemIndex } }));
+	});
 }
