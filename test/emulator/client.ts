@@ -4,9 +4,24 @@
  */
 import { request } from 'undici';
 
-export type RouteName = 'generate' | 'listPublications' | 'getPublication' | 'file' | 'signedFile';
-export type Ratio = '1:1' | '3:4' | '4:5' | '16:9' | '9:16';
-export type Resolution = '1K' | '2K' | '4K';
+import type { Ratio, Resolution } from './catalog';
+import type {
+	FaultSpec as FaultOptions,
+	GenerationBehaviour,
+	LedgerEntry,
+	RequestLogEntry,
+	RouteName,
+} from './state';
+
+// The shapes the control API takes and returns are the emulator's own types, declared once in state.ts.
+export type { Ratio, Resolution } from './catalog';
+export type {
+	FaultSpec as FaultOptions,
+	GenerationBehaviour,
+	LedgerEntry,
+	RequestLogEntry,
+	RouteName,
+} from './state';
 
 export interface AccountView {
 	accountId: string;
@@ -97,62 +112,9 @@ export interface ImageView {
 	sha256: string;
 }
 
-export interface FaultOptions {
-	route: RouteName | '*';
-	kind: 'status' | 'reset' | 'slow' | 'truncate' | 'malformedJson' | 'html';
-	/** Next `count` requests on the route; default 1. */
-	count?: number;
-	/** status: default 500; html: default 502. */
-	status?: number;
-	/** status: error.code; default derived from the status (500 internal_error, 503 service_unavailable...). */
-	code?: string;
-	message?: string;
-	/** Retry-After header in seconds (429 defaults to 1). */
-	retryAfter?: number;
-	/** slow: total delay (default 2000). */
-	delayMs?: number;
-	/** before: instead of handling (nothing done, nothing charged); after: the work is done (and charged) first. */
-	when?: 'before' | 'after';
-	/** html: also send X-Request-Id (default false, it is a proxy's page). */
-	withRequestId?: boolean;
-}
-
 export interface FaultView extends FaultOptions {
 	id: number;
 	remaining: number;
-}
-
-export interface GenerationBehaviour {
-	deliver?: number;
-	fail?: boolean;
-	downgrade?: { ratio?: Ratio; resolution?: Resolution };
-	warnings?: Array<{ type: 'unsupported' | 'downgraded'; feature: string; details?: string }>;
-	durationMs?: number;
-	count?: number;
-	persist?: boolean;
-}
-
-export interface RequestLogEntry {
-	seq: number;
-	listener: 'api' | 'files';
-	route: RouteName | 'unknown';
-	method: string;
-	path: string;
-	query: Record<string, string>;
-	headers: Record<string, string>;
-	status: number | null;
-	accountId: string | null;
-	requestId: string;
-	fault: string | null;
-	at: number;
-}
-
-export interface LedgerEntry {
-	type: 'initial' | 'adjust' | 'reserve' | 'charge' | 'refund';
-	amount: number;
-	balanceAfter: number;
-	turnId: string | null;
-	at: number;
 }
 
 export interface TurnView {
