@@ -4,6 +4,7 @@
  * retries that can never charge twice, and file redirects followed without credentials.
  */
 import type {
+	IBinaryData,
 	IDataObject,
 	IExecuteFunctions,
 	IHttpRequestMethods,
@@ -433,6 +434,28 @@ export async function downloadFile(
 	};
 	const response = await send(ctx, { ...options, url: signedUrl }, signed);
 	return fileFrom(response, target.fileName);
+}
+
+/**
+ * Downloads a file (see `downloadFile`) straight into n8n's binary data, the one place where files
+ * enter it: streamed, named, typed.
+ */
+export async function downloadBinary(
+	ctx: ApiContext,
+	reference: string,
+	itemIndex: number,
+	connection?: Connection,
+	fileName?: string,
+): Promise<IBinaryData> {
+	const file = await downloadFile(ctx, reference, itemIndex, connection);
+	const binary = await ctx.helpers.prepareBinaryData(
+		file.body as Buffer,
+		fileName || file.fileName,
+		file.mimeType,
+	);
+	// n8n versions that do not count the bytes still get the announced length.
+	binary.bytes ??= file.contentLength;
+	return binary;
 }
 
 function fileFrom(response: IN8nHttpFullResponse, fallbackName: string): FileDownload {

@@ -2,7 +2,7 @@ import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n
 import { NodeOperationError } from 'n8n-workflow';
 
 import { eachItem } from '../../shared/execution';
-import { downloadFile, getConnection } from '../../shared/transport';
+import { downloadBinary, getConnection } from '../../shared/transport';
 
 const show = { resource: ['file'], operation: ['download'] };
 
@@ -51,16 +51,14 @@ export async function execute(
 				{ itemIndex },
 			);
 		}
-		const file = await downloadFile(this, fileUrl, itemIndex, connection);
-		const binary = await this.helpers.prepareBinaryData(
-			file.body as Buffer,
-			file.fileName,
-			file.mimeType,
-		);
-		const fileSize = binary.bytes ?? file.contentLength ?? null;
+		const binary = await downloadBinary(this, fileUrl, itemIndex, connection);
 		return [
 			{
-				json: { filename: binary.fileName ?? file.fileName, mimeType: binary.mimeType, fileSize },
+				json: {
+					filename: binary.fileName,
+					mimeType: binary.mimeType,
+					fileSize: binary.bytes ?? null,
+				},
 				binary: { [property]: binary },
 				pairedItem: { item: itemIndex },
 			},

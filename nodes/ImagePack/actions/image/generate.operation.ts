@@ -24,7 +24,7 @@ import {
 	type Connection,
 	GENERATE_TIMEOUT_MS,
 	apiRequest,
-	downloadFile,
+	downloadBinary,
 	getConnection,
 } from '../../shared/transport';
 import { type ValidatedGenerate, ValidationIssue, validateGenerate } from '../../shared/validate';
@@ -316,11 +316,12 @@ async function generateOne(
 	if (options.downloadImages ?? true) {
 		for (const [index, image] of images.entries()) {
 			try {
-				const file = await downloadFile(ctx, image.url, itemIndex, connection);
-				binaries[index] = await ctx.helpers.prepareBinaryData(
-					file.body as Buffer,
-					image.filename || file.fileName,
-					file.mimeType,
+				binaries[index] = await downloadBinary(
+					ctx,
+					image.url,
+					itemIndex,
+					connection,
+					image.filename,
 				);
 			} catch (error) {
 				downloadErrors.push({ index, url: image.url, error: (error as Error).message });

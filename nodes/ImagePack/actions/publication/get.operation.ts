@@ -9,7 +9,7 @@ import { NodeOperationError } from 'n8n-workflow';
 
 import { eachItem } from '../../shared/execution';
 import { normalizeManifest } from '../../shared/manifest';
-import { type Connection, apiRequest, downloadFile, getConnection } from '../../shared/transport';
+import { type Connection, apiRequest, downloadBinary, getConnection } from '../../shared/transport';
 
 const show = { resource: ['publication'], operation: ['get'] };
 
@@ -81,12 +81,7 @@ export async function fetchPublication(
 		for (const image of images) {
 			if (!image.download_url) continue;
 			const key = `image_${Object.keys(binary).length}`;
-			const file = await downloadFile(ctx, image.download_url, itemIndex, connection);
-			binary[key] = await ctx.helpers.prepareBinaryData(
-				file.body as Buffer,
-				file.fileName,
-				file.mimeType,
-			);
+			binary[key] = await downloadBinary(ctx, image.download_url, itemIndex, connection);
 			image.binaryProperty = key;
 		}
 	}
