@@ -1,6 +1,7 @@
 import type {
 	IExecuteFunctions,
 	INodeExecutionData,
+	INodeProperties,
 	INodeType,
 	INodeTypeDescription,
 } from 'n8n-workflow';
@@ -12,6 +13,38 @@ import * as get from './actions/publication/get.operation';
 import * as getMany from './actions/publication/getMany.operation';
 import { router } from './actions/router';
 import { getRatios, getResolutions } from './methods/loadOptions';
+import { TOOL_DESCRIPTIONS } from './shared/tool';
+
+const RESOURCE_OF: Record<keyof typeof TOOL_DESCRIPTIONS, string> = {
+	generate: 'image',
+	get: 'publication',
+	getMany: 'publication',
+	download: 'file',
+};
+
+/**
+ * Only in the tool variant n8n derives from `usableAsTool` ("Image Pack Tool"): the description the
+ * agent's model receives, one default per operation. Declaring `toolDescription` here keeps n8n
+ * from adding its own, which would tell the model no more than "Generate product images in Image Pack".
+ */
+const toolDescriptions: INodeProperties[] = Object.entries(TOOL_DESCRIPTIONS).map(
+	([operation, text]) => ({
+		displayName: 'Description',
+		name: 'toolDescription',
+		type: 'string',
+		typeOptions: { rows: 6 },
+		default: text,
+		description:
+			'What the AI agent’s model is told about this tool: what it does, what it costs, what it returns and how to chain calls. Edit it to steer the agent.',
+		displayOptions: {
+			show: {
+				'@tool': [true],
+				resource: [RESOURCE_OF[operation as keyof typeof TOOL_DESCRIPTIONS]],
+				operation: [operation],
+			},
+		},
+	}),
+);
 
 export class ImagePack implements INodeType {
 	description: INodeTypeDescription = {
@@ -99,6 +132,7 @@ export class ImagePack implements INodeType {
 					},
 				],
 			},
+			...toolDescriptions,
 			...generate.description,
 			...get.description,
 			...getMany.description,

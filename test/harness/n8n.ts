@@ -121,7 +121,8 @@ class TestNodeTypes implements INodeTypes {
 	}
 
 	getByNameAndVersion(type: string): INodeType {
-		const name = type.replace(`${PACKAGE}.`, '');
+		// `<name>Tool` is the variant n8n derives from `usableAsTool`; it runs the same class.
+		const name = type.replace(`${PACKAGE}.`, '').replace(/Tool$/, '');
 		const nodeType = this.types[name];
 		if (!nodeType) throw new Error(`Unknown node type ${type}`);
 		return nodeType;
@@ -155,13 +156,13 @@ function additionalData(credentials?: HarnessCredentials): IWorkflowExecuteAddit
 function makeNode(
 	nodeType: INodeType,
 	parameters: INodeParameters,
-	options: { name?: string; continueOnFail?: boolean },
+	options: { name?: string; continueOnFail?: boolean; asTool?: boolean },
 ): INode {
 	const version = nodeType.description.version;
 	return {
 		id: 'node-under-test',
 		name: options.name ?? nodeType.description.defaults.name ?? nodeType.description.displayName,
-		type: `${PACKAGE}.${nodeType.description.name}`,
+		type: `${PACKAGE}.${nodeType.description.name}${options.asTool ? 'Tool' : ''}`,
 		typeVersion: Array.isArray(version) ? version[version.length - 1] : version,
 		position: [0, 0],
 		parameters,
@@ -177,6 +178,27 @@ export interface RunNodeOptions {
 	credentials?: HarnessCredentials;
 	continueOnFail?: boolean;
 	mode?: WorkflowExecuteMode;
+	/**
+	 * Run as the AI-tool variant (`imagePackTool`), as AI Agent 3.x runs a tool call: an ordinary
+	 * ExecuteContext whose input item carries the model's arguments and `toolCallId`.
+	 */
+	asTool?: boolean;
+	/** The execution's data; pass the same object to several calls to make them one execution. */
+	runExecutionData?: IRunExecutionData;
+}
+
+/** Empty run data of one execution, as n8n starts it (context data included). */
+export function newRunExecutionData(): IRunExecutionData {
+	return {
+		resultData: { runData: {} },
+		executionData: {
+			contextData: {},
+			nodeExecutionStack: [],
+			metadata: {},
+			waitingExecution: {},
+			waitingExecutionSource: {},
+		},
+	} as unknown as IRunExecutionData;
 }
 
 /** Runs `execute()` once, as n8n runs a node of a workflow, and returns its output. */
@@ -190,7 +212,7 @@ export async function runNode(options: RunNodeOptions): Promise<INodeExecutionDa
 		nodeTypes: new TestNodeTypes({ [options.nodeType.description.name]: options.nodeType }),
 	});
 	const items = options.items ?? [{ json: {} }];
-	const runExecutionData: IRunExecutionData = { resultData: { runData: {} } } as IRunExecutionData;
+	const runExecutionData = options.runExecutionData ?? newRunExecutionData();
 	const context = new ExecuteContext(
 		workflow,
 		node,

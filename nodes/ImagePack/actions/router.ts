@@ -5,6 +5,8 @@ import * as download from './file/download.operation';
 import * as generate from './image/generate.operation';
 import * as get from './publication/get.operation';
 import * as getMany from './publication/getMany.operation';
+import { asNodeError } from '../shared/execution';
+import { runsAsTool, toolErrorItem } from '../shared/tool';
 
 type Operation = (
 	this: IExecuteFunctions,
@@ -27,5 +29,13 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 			`The operation "${operation}" of "${resource}" is not supported`,
 		);
 	}
-	return [await run.call(this, this.getInputData())];
+	const items = this.getInputData();
+	try {
+		return [await run.call(this, items)];
+	} catch (error) {
+		// An agent's tool must not throw: AI Agent 2.x hands the model an empty string, 3.x the bare
+		// message. The model gets the whole story as the tool's result instead (see shared/tool.ts).
+		if (!runsAsTool(this)) throw asNodeError(this, error);
+		return [items.map((_item, itemIndex) => toolErrorItem(error, itemIndex, operation))];
+	}
 }

@@ -29,7 +29,7 @@ const MESSAGES: Record<string, string> = {
 	invalid_api_key:
 		'The API key is invalid, revoked or expired: create a new key in the developer center and update the Image Pack API credential',
 	insufficient_credits:
-		'Not enough credits for this generation: top up the account (the detail states the credits needed and available)',
+		'Not enough credits for this generation: top up the account (the service’s message states the credits needed and available)',
 	insufficient_scope: 'The API key lacks the scope this operation needs',
 	session_not_found: 'The session does not exist or belongs to another account',
 	rate_limited: 'The API key is over its rate limit',

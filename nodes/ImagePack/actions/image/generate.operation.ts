@@ -21,6 +21,7 @@ import {
 } from '../../shared/catalog';
 import { asNodeError, errorItem, mapWithConcurrency } from '../../shared/execution';
 import {
+	type ApiResponse,
 	type Connection,
 	GENERATE_TIMEOUT_MS,
 	apiRequest,
@@ -28,6 +29,7 @@ import {
 	getConnection,
 } from '../../shared/transport';
 import { type ValidatedGenerate, ValidationIssue, validateGenerate } from '../../shared/validate';
+import { CreditCapReached, ExecutionLedger, creditBudget, runsAsTool } from '../../shared/tool';
 
 const show = { resource: ['image'], operation: ['generate'] };
 const GPT_MODELS = MODELS.filter((model) => model.usesQuality).map((model) => model.id);
@@ -180,7 +182,17 @@ export const description: INodeProperties[] = [
 				name: 'downloadImages',
 				type: 'boolean',
 				default: true,
-				description: 'Whether to attach the generated images as binary data (image_0, image_1, …)',
+				description:
+					'Whether to attach the generated images as binary data (image_0, image_1, …). When the node runs as an AI agent’s tool, images are not downloaded unless this option is added and on: the agent only sees the JSON.',
+			},
+			{
+				displayName: 'Max Credits per Execution',
+				name: 'maxCreditsPerExecution',
+				type: 'number',
+				typeOptions: { minValue: 0 },
+				default: 0,
+				description:
+					'Refuse a generation once the credits this workflow run has spent on Image Pack generations (all Image Pack nodes and every agent tool call of the run), plus this request’s estimate, would pass this (0 = no limit). Guards the wallet when an AI agent calls this tool in a loop; a refused call tells the agent why.',
 			},
 			{
 				displayName: 'Max Credits per Item',
@@ -217,6 +229,7 @@ interface GenerateOptions {
 	concurrency?: number;
 	downloadImages?: boolean;
 	maxCreditsPerItem?: number;
+	maxCreditsPerExecution?: number;
 	splitImages?: boolean;
 	timeoutSeconds?: number;
 }
@@ -275,30 +288,75 @@ function uncertainHint(sessionId?: string): string {
 	return `The generation may have run and may have been charged: check ${where} on the website before running it again`;
 }
 
+/** How one node run generates: as an agent's tool or not, and the execution's credit ledger. */
+interface RunSettings {
+	asTool: boolean;
+	ledger: ExecutionLedger;
+}
+
+/** Takes the request's estimate from the execution's credit cap, or refuses before anything is sent. */
+function reserveCredits(
+	ctx: IExecuteFunctions,
+	ledger: ExecutionLedger,
+	estimate: number,
+	cap: number,
+	itemIndex: number,
+) {
+	try {
+		ledger.reserve(estimate, cap);
+	} catch (error) {
+		if (!(error instanceof CreditCapReached)) throw asNodeError(ctx, error, itemIndex);
+		const failure = new NodeOperationError(ctx.getNode(), error.message, {
+			itemIndex,
+			description: `Nothing was sent and no credits were used. Raise Max Credits per Execution (now ${cap}) to allow more.`,
+		});
+		Object.assign(failure.context, { code: 'credit_cap_reached' });
+		throw failure;
+	}
+}
+
 async function generateOne(
 	ctx: IExecuteFunctions,
 	itemIndex: number,
 	{ request, options }: { request: ValidatedGenerate; options: GenerateOptions },
 	connection: Connection,
+	{ asTool, ledger }: RunSettings,
 ): Promise<INodeExecutionData[]> {
-	const response = await apiRequest<GenerateResponse>(
-		ctx,
-		{
-			method: 'POST',
-			path: '/api/v1/generate',
-			body: request.body as unknown as IDataObject,
-			headers: { 'Accept-Language': options.acceptLanguage ?? 'en' },
-			timeoutMs: (options.timeoutSeconds ?? GENERATE_TIMEOUT_MS / 1000) * 1000,
-			itemIndex,
-			uncertainOutcomeHint: uncertainHint(request.body.session_id),
-		},
-		connection,
-	);
+	const estimate = request.creditsEstimated;
+	const cap = Number(options.maxCreditsPerExecution) || 0;
+	reserveCredits(ctx, ledger, estimate, cap, itemIndex);
+	const hint = uncertainHint(request.body.session_id);
+	let response: ApiResponse<GenerateResponse>;
+	try {
+		response = await apiRequest<GenerateResponse>(
+			ctx,
+			{
+				method: 'POST',
+				path: '/api/v1/generate',
+				body: request.body as unknown as IDataObject,
+				headers: { 'Accept-Language': options.acceptLanguage ?? 'en' },
+				timeoutMs: (options.timeoutSeconds ?? GENERATE_TIMEOUT_MS / 1000) * 1000,
+				itemIndex,
+				uncertainOutcomeHint: hint,
+			},
+			connection,
+		);
+	} catch (error) {
+		// The transport adds the hint exactly when the generation may have run after all.
+		const { message, description, context } = error as NodeOperationError;
+		const uncertain = [message, description].some((text) => String(text ?? '').includes(hint));
+		ledger.settle(estimate, uncertain ? estimate : 0);
+		if (uncertain && context) context.mayHaveBeenCharged = true;
+		throw asNodeError(ctx, error, itemIndex);
+	}
+	const charged = Number(response.body.credits_charged);
+	ledger.settle(estimate, Number.isFinite(charged) ? charged : estimate);
 	const result: IDataObject = {
 		...response.body,
 		request_id: response.requestId ?? null,
-		credits_estimated: request.creditsEstimated,
+		credits_estimated: estimate,
 	};
+	if (cap > 0) result.credit_budget = creditBudget(cap, ledger.spent);
 	const images = Array.isArray(response.body.images) ? response.body.images : [];
 	const warnings = Array.isArray(response.body.warnings) ? response.body.warnings : [];
 	if (warnings.length && typeof ctx.addExecutionHints === 'function') {
@@ -313,7 +371,8 @@ async function generateOne(
 	// The images are paid for: a failed download is reported on the item, never thrown.
 	const binaries: Array<IBinaryData | undefined> = [];
 	const downloadErrors: IDataObject[] = [];
-	if (options.downloadImages ?? true) {
+	// An agent sees JSON only: as a tool, images are downloaded only when the user asks for it.
+	if (options.downloadImages ?? !asTool) {
 		for (const [index, image] of images.entries()) {
 			try {
 				binaries[index] = await downloadBinary(
@@ -362,6 +421,7 @@ export async function execute(
 ): Promise<INodeExecutionData[]> {
 	const continueOnFail = this.continueOnFail();
 	const connection = await getConnection(this);
+	const run: RunSettings = { asTool: runsAsTool(this), ledger: new ExecutionLedger(this) };
 	const plans: Plan[] = items.map((_item, itemIndex) => {
 		try {
 			return { ok: true, ...planItem(this, itemIndex) };
@@ -380,7 +440,7 @@ export async function execute(
 		const outputs = await mapWithConcurrency(plans, concurrency, async (plan, itemIndex) => {
 			if (!plan.ok) return [errorItem(plan.error, itemIndex)];
 			try {
-				const output = await generateOne(this, itemIndex, plan, connection);
+				const output = await generateOne(this, itemIndex, plan, connection, run);
 				charged.push(String(output[0]?.json.turn_id ?? ''));
 				return output;
 			} catch (error) {

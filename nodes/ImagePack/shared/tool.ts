@@ -1,0 +1,273 @@
+/**
+ * The node as an AI agent's tool. n8n runs a `usableAsTool` node as the synthetic type
+ * `<package>.imagePackTool`: AI Agent 2.x calls `execute()` inside its LangChain executor (a
+ * SupplyDataContext, `isToolExecution()` true), AI Agent 3.x as a step of the workflow (an ordinary
+ * ExecuteContext whose input item carries `toolCallId`). The model receives the JSON of the output
+ * items only, and an error thrown by the tool reaches it as an empty string (2.x) or as its bare
+ * message (3.x). So as a tool the node never throws: a failure becomes one item whose `error` text
+ * says what failed, the code, what was charged, the request id and what to change.
+ *
+ * Pure apart from `runsAsTool` and the ledger's use of the execution context.
+ */
+import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+
+import {
+	DEFAULT_QUALITY,
+	IMAGE_COUNTS,
+	MAX_PROMPT_LENGTH,
+	MODELS,
+	type ModelSpec,
+	QUALITIES,
+	RATIOS,
+} from './catalog';
+import { errorFacts } from './execution';
+
+/** Whether this run of the node is an AI agent's tool call (AI Agent 2.x and 3.x, n8n 1.x and 2.x). */
+export function runsAsTool(ctx: IExecuteFunctions): boolean {
+	const toolExecution = (ctx as { isToolExecution?: () => boolean }).isToolExecution;
+	if (typeof toolExecution === 'function' && toolExecution.call(ctx)) return true;
+	return ctx.getNode().type.endsWith('Tool');
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the model is told about each operation (the tool description), derived from the catalog.
+
+const join = (values: readonly (string | number)[]) => values.join(', ');
+
+/** "12/16/23 at 1K/2K/4K (default 2K)" or "5/15/50 at low/medium/high quality +1 per reference". */
+function compactPrice(model: ModelSpec): string {
+	if (model.price.by === 'quality') {
+		const credits = model.price.credits;
+		return `${QUALITIES.map((quality) => credits[quality]).join('/')} at ${QUALITIES.join('/')} quality (default ${DEFAULT_QUALITY}) +${model.price.perReference} per reference`;
+	}
+	const credits = model.price.credits;
+	return `${model.resolutions.map((resolution) => credits[resolution]).join('/')} at ${model.resolutions.join('/')} (default ${model.defaultResolution})`;
+}
+
+/** Models with the same ratios, resolutions, limit and price are listed once ("gpt-image-2, gpt-image-2.5"). */
+function modelLines(): string[] {
+	const groups = new Map<string, ModelSpec[]>();
+	for (const model of MODELS) {
+		const key = JSON.stringify([
+			model.price,
+			model.ratios,
+			model.resolutions,
+			model.referenceLimit,
+		]);
+		groups.set(key, [...(groups.get(key) ?? []), model]);
+	}
+	return [...groups.values()].map((models) => {
+		const [model] = models;
+		const missing = RATIOS.filter((ratio) => !model.ratios.includes(ratio));
+		const ratios = missing.length ? `, no ${join(missing)}` : '';
+		return `${models.map((m) => m.id).join(', ')} ${compactPrice(model)}, up to ${model.referenceLimit} references${ratios}`;
+	});
+}
+
+const FAILURE =
+	'A failure returns {"error": what failed, the code, what was charged, the request id, what to change}.';
+
+/**
+ * The default tool description of each operation: what it does, what it costs, what it returns and
+ * how to chain. Kept under 1024 characters, the smallest limit model APIs put on a tool description.
+ */
+export const TOOL_DESCRIPTIONS = {
+	generate: [
+		'Generates e-commerce product images from a prompt and/or earlier images (takes up to 5 minutes).',
+		'Returns JSON: images[] (id, url, width, height), session_id, credits_charged, credits_estimated, warnings[] (where the result differs from the request), request_id.',
+		'To refine earlier images pass their images[].id as reference image ids and their session_id.',
+		`Credits per image: ${modelLines().join('; ')}; auto picks a model itself.`,
+		`Prompt up to ${MAX_PROMPT_LENGTH} characters; ratios ${join(RATIOS)}; ${join(IMAGE_COUNTS)} images.`,
+		'A call over the credit cap of the workflow is refused.',
+		FAILURE,
+	].join(' '),
+	get: [
+		'Reads one published image pack by its numeric publication id (free).',
+		'Returns the record (id, pack_id, version, style_code, published_at), its manifest as published and "normalized": the seller\'s text notes and images (imageId, download_url; null when the seller deleted it).',
+		'List publication ids with the get-many operation.',
+		FAILURE,
+	].join(' '),
+	getMany: [
+		'Lists published image pack records in ascending id order, those with an id above the since id (free).',
+		'Returns per record: id, pack_id, version, style_code, source_revision, published_at. Read one with its images and notes with the get operation.',
+		FAILURE,
+	].join(' '),
+	download: [
+		'Downloads a generated or published image (an images[].url or download_url path, or a file name) into the workflow for later steps (free).',
+		'Returns filename, mimeType and fileSize; the file itself is not shown to you.',
+		FAILURE,
+	].join(' '),
+} as const;
+
+// ---------------------------------------------------------------------------------------------
+// Errors as text a model can act on.
+
+/** What a failure cost: as far as the node can know. */
+export type ChargeOutcome = 'not_sent' | 'not_charged' | 'may_have_been_charged';
+
+const CHARGE_WORDS: Record<ChargeOutcome, string> = {
+	not_sent: 'Nothing was sent and no credits were used.',
+	not_charged: 'The service refused or refunded the request: no credits were charged.',
+	may_have_been_charged:
+		'The generation may have run and may have been charged: do not call again automatically.',
+};
+
+/** What the model (or the user it talks to) can do next, by error code. */
+const NEXT_STEP: Record<string, string> = {
+	invalid_parameter: 'Correct that argument using the allowed values and call again.',
+	credit_cap_reached:
+		'Do not call again in this conversation turn: tell the user the credit cap of this workflow was reached.',
+	insufficient_credits:
+		'Do not retry: tell the user to top up the Image Pack account, or ask for fewer images, a lower resolution or a cheaper model.',
+	new_user_daily_limit:
+		'Do not retry: new accounts may spend 2000 credits per 24 hours; tell the user to try again later.',
+	rate_limited: 'Wait a minute before calling again.',
+	unauthorized:
+		'Do not retry: the user must fix the Image Pack API credential of this workflow (API key).',
+	invalid_api_key:
+		'Do not retry: the user must create a new API key and update the Image Pack API credential.',
+	insufficient_scope:
+		'Do not retry: the user must add the missing scope to the API key in the developer center.',
+	session_not_found:
+		'Call again without a session id, or with the session_id returned by an earlier successful call.',
+	reference_image_missing:
+		'Use only image ids returned by earlier successful calls (images[].id), or none.',
+	invalid_model: 'Use one of the listed models, or auto.',
+	invalid_request: 'Check the arguments against the tool description and call again.',
+	internal_error: 'You may call once more; if it fails again, tell the user.',
+	not_found:
+		'Check the id: list publications with the get-many operation, or use a file from an earlier result.',
+	timeout: 'Tell the user to check the session on the Image Pack website before asking again.',
+	network_error: 'Tell the user the Image Pack API could not be reached; do not retry now.',
+};
+
+/** Which codes mean "the service refused before reserving, or refunded": no credits moved. */
+function chargeOutcome(code: string | null, httpStatus: number | null, uncertain: boolean) {
+	if (uncertain) return 'may_have_been_charged';
+	if (!code || code === 'invalid_parameter' || code === 'credit_cap_reached' || !httpStatus) {
+		return 'not_sent';
+	}
+	return 'not_charged';
+}
+
+export interface ToolErrorInput {
+	operation: string;
+	/** The n8n error's message and description (both already free of the API key). */
+	message: string;
+	description?: string | null;
+	code: string | null;
+	httpStatus: number | null;
+	requestId: string | null;
+	/** True when a generation may have run (timeout, reset, gateway error after sending). */
+	uncertain: boolean;
+}
+
+const OPERATION_WORDS: Record<string, string> = {
+	generate: 'Image generation',
+	get: 'Reading the publication',
+	getMany: 'Listing publications',
+	download: 'Downloading the file',
+};
+
+/** One English paragraph: what failed, the code, what was charged, the request id, what to do. */
+export function toolErrorText(input: ToolErrorInput): string {
+	const what = (OPERATION_WORDS[input.operation] ?? 'The Image Pack call') + ' failed';
+	const message = input.message.replace(/^Item \d+: /, '').replace(/\.?\s*$/, '.');
+	const code = input.code ?? 'unknown';
+	const status = input.httpStatus ? `, HTTP ${input.httpStatus}` : '';
+	const outcome = chargeOutcome(input.code, input.httpStatus, input.uncertain);
+	const parts = [`${what}: ${message}`, `Error code: ${code}${status}.`];
+	// Generation is the only operation that costs credits.
+	if (input.operation === 'generate') parts.push(CHARGE_WORDS[outcome]);
+	else parts.push('This operation never costs credits.');
+	if (input.requestId) parts.push(`Request id: ${input.requestId}.`);
+	const apiDetail = /API message: ([^·]+)/.exec(input.description ?? '')?.[1]?.trim();
+	if (apiDetail) parts.push(`The service’s message: ${apiDetail.replace(/[^.。!?！？]$/, '$&.')}`);
+	const next = NEXT_STEP[code];
+	if (next) parts.push(next);
+	return parts.join(' ');
+}
+
+/** The output item of a failed tool call: the text first, then the same facts as fields. */
+export function toolErrorItem(
+	error: unknown,
+	itemIndex: number,
+	operation: string,
+): INodeExecutionData {
+	const facts = errorFacts(error);
+	const { message, description, context } = (error ?? {}) as {
+		message?: unknown;
+		description?: unknown;
+		context?: IDataObject;
+	};
+	// Set by Generate when the transport could not tell whether the generation ran.
+	const uncertain = context?.mayHaveBeenCharged === true;
+	const text = toolErrorText({
+		operation,
+		message: typeof message === 'string' ? message : String(error),
+		description: typeof description === 'string' ? description : null,
+		...facts,
+		uncertain,
+	});
+	const json: IDataObject = { error: text, code: facts.code, httpStatus: facts.httpStatus };
+	if (facts.requestId) json.requestId = facts.requestId;
+	if (operation === 'generate') {
+		json.charged = chargeOutcome(facts.code, facts.httpStatus, uncertain);
+	}
+	return { json, pairedItem: { item: itemIndex } };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The credit cap of one execution.
+
+/** Key in the execution's flow context: credits spent or reserved by every Image Pack node of the run. */
+const LEDGER_KEY = 'imagePackCreditsSpent';
+
+export class CreditCapReached extends Error {
+	constructor(
+		readonly cap: number,
+		readonly spent: number,
+		readonly estimate: number,
+	) {
+		super(
+			`The credit cap of this workflow run is reached: ${spent} of ${cap} credits (Max Credits per Execution) are already spent or reserved, and this request could cost ${estimate} more`,
+		);
+	}
+}
+
+/**
+ * Credits spent in the current execution, shared by every Image Pack node and every tool call of
+ * it. Lives in n8n's execution context data, so it follows the execution (including a resumed one)
+ * and is never shared between executions. A reservation is taken synchronously before sending, so
+ * parallel tool calls cannot overshoot together.
+ */
+export class ExecutionLedger {
+	private readonly context: IDataObject;
+
+	constructor(ctx: IExecuteFunctions) {
+		this.context = ctx.getContext('flow') as IDataObject;
+	}
+
+	get spent(): number {
+		const value = Number(this.context[LEDGER_KEY] ?? 0);
+		return Number.isFinite(value) ? value : 0;
+	}
+
+	/** Reserves `estimate` credits, or throws CreditCapReached when the cap (> 0) would be passed. */
+	reserve(estimate: number, cap: number): void {
+		if (cap > 0 && this.spent + estimate > cap) {
+			throw new CreditCapReached(cap, this.spent, estimate);
+		}
+		this.context[LEDGER_KEY] = this.spent + estimate;
+	}
+
+	/** Replaces a reservation by what was actually charged (0 when the service charged nothing). */
+	settle(estimate: number, charged: number): void {
+		this.context[LEDGER_KEY] = Math.max(0, this.spent - estimate + charged);
+	}
+}
+
+/** For a model that calls a capped tool: what is left of the cap after this call. */
+export function creditBudget(cap: number, spent: number): IDataObject {
+	return { cap, spent, remaining: Math.max(0, cap - spent) };
+}
