@@ -59,7 +59,8 @@ function writeState(staticData: IDataObject, state: CursorState): void {
 	staticData.start = state.start;
 	staticData.cursor = state.cursor;
 	staticData.overlap = state.overlap;
-	staticData.seen = { ...state.seen };
+	staticData.window = { ...state.window };
+	staticData.delivered = state.delivered;
 	staticData.rev = state.rev;
 }
 
@@ -91,13 +92,25 @@ async function listPage(
 	return body;
 }
 
-async function newestPublication(ctx: IPollFunctions, connection: Connection) {
+async function newestPublication(
+	ctx: IPollFunctions,
+	connection: Connection,
+	deadline = Number.POSITIVE_INFINITY,
+) {
 	let overlap: number | undefined;
-	const newest = await findNewest(async (since) => {
-		const page = await listPage(ctx, connection, since, 1);
-		overlap = page.reread_overlap;
-		return page.items[0] ?? null;
-	});
+	const newest = await findNewest(
+		async (since) => {
+			const page = await listPage(ctx, connection, since, 1);
+			overlap = page.reread_overlap;
+			return page.items[0] ?? null;
+		},
+		() => Date.now() > deadline,
+		(message) => {
+			throw new NodeOperationError(ctx.getNode(), message, {
+				description: `While searching the newest publication with GET ${LIST_PATH}?since_id=…&limit=1`,
+			});
+		},
+	);
 	return { newest, overlap };
 }
 
@@ -253,7 +266,7 @@ export class ImagePackTrigger implements INodeType {
 
 			if (!stored && startFrom === 'now') {
 				// First activation: remember where "now" is; O(log max id) requests, nothing emitted.
-				const { newest, overlap } = await newestPublication(this, connection);
+				const { newest, overlap } = await newestPublication(this, connection, deadline);
 				if (!newest) {
 					commit(initialState(key, 0));
 					return null;
@@ -264,12 +277,11 @@ export class ImagePackTrigger implements INodeType {
 				return null;
 			}
 
-			let run = startPoll(stored ?? initialState(key, startFrom === 'id' ? startId : 0));
+			const run = startPoll(stored ?? initialState(key, startFrom === 'id' ? startId : 0));
 			for (let pages = 0; pages < MAX_PAGES_PER_POLL; pages++) {
 				if (pages > 0 && Date.now() > deadline) break;
-				const step = addPage(run, await listPage(this, connection, run.nextSince, PAGE_LIMIT));
-				run = step.run;
-				if (step.next === null) break;
+				const page = await listPage(this, connection, run.nextSince, PAGE_LIMIT);
+				if (addPage(run, page).next === null) break;
 			}
 
 			const fresh = freshRecords(run);

@@ -122,7 +122,7 @@ describe('start from "now"', () => {
 		expect(poller.executions).toEqual([]);
 		// Saved at activation even though the poll returned null.
 		expect(JSON.parse(poller.stored)['node:Image Pack Trigger']).toMatchObject({
-			v: 1,
+			v: 2,
 			cursor: 50_000,
 		});
 

@@ -4,54 +4,54 @@
  * The API's incremental pulling contract (§4.2): remember `next_since_id`, start the next round at
  * `next_since_id - reread_overlap`, deduplicate by `(pack_id, version)`. Ids come from a global
  * database sequence, so a publication with a smaller id may become visible after a bigger one; the
- * overlap is the window in which such a late commit can still appear.
+ * overlap is the window in which such a late commit can still appear. One publication may also be
+ * listed under more than one id (that is why the API says to dedupe by key, not by id).
  *
  * How a poll uses this module:
- *   run = startPoll(state)                    first request: since_id = run.nextSince
- *   { run, fresh, next } = addPage(run, page) repeat while `next` is a number (a full page)
- *   state' = finishPoll(run, emitted)         `emitted` = how many of the fresh records were delivered
+ *   run = startPoll(state)                first request: since_id = run.nextSince
+ *   { fresh, next } = addPage(run, page)  repeat while `next` is a number (a full page)
+ *   state' = finishPoll(run, emitted)     `emitted` = how many of the fresh records were delivered
+ * A run is the poll's private accumulator: addPage updates it, finishPoll only reads it.
  *
  * The state holds:
- *   - `start`: the since_id of the next poll's first request. Every id <= start is settled: it was
- *     emitted, or was visible before the trigger's starting point, or (see LIMITS) was committed
- *     too late to be seen. `start` never decreases.
- *   - `cursor`: the highest id (or next_since_id) read so far.
- *   - `seen`: dedupe key -> id for every record read with id > start. Records with id <= start can
- *     never be returned again (every request asks for ids > start), so their keys are dropped: the
- *     set holds at most `overlap + PAGE_LIMIT` entries whatever the account's history.
+ *   - `start`: the since_id of the next poll's first request. Every request asks for ids > start,
+ *     so an id <= start is never returned again. `start` never decreases.
+ *   - `window`: for every delivered key that was read under some id > start, the HIGHEST id it was
+ *     read under. A key leaves the window only when no id it was read under can be returned again.
+ *     At most `overlap + PAGE_LIMIT` keys under the contract (capped at MAX_WINDOW).
+ *   - `delivered`: the last MEMORY_KEYS keys that left the window, as fixed-width hashes, so a key
+ *     that comes back under an id far above the window is still recognised. Best effort: a key
+ *     delivered longer ago than that is forgotten.
  *
  * Where the next poll starts: pages inside one poll follow `next_since_id` directly (a full page
  * means history, not the head), which keeps a catch-up at one request per 200 records. The next
  * poll then starts at `min(last next_since_id, since_id of the poll's last request) - overlap`:
- * the final window and the window of the last page boundary crossed are both read again, so a late
- * commit in either is found and everything already delivered there is recognised by `seen`.
+ * the final window and the window of the last page boundary crossed are both read again.
  *
  * LIMITS (accepted, documented in the README):
  *   - A late commit must land within `overlap` ids of the newest id visible when it commits (the
- *     contract's promise). One landing further below is never returned by the API again and
- *     cannot be delivered by any client that follows the contract.
+ *     contract's promise). One landing further below is never returned by the API again.
  *   - Inside one poll, a late commit below a page boundary that was followed directly is found
  *     only if fewer than `PAGE_LIMIT - overlap` (150) newer publications of the same account were
  *     committed between the two page requests (milliseconds apart).
  *   - An overlap above MAX_OVERLAP announced by the API is capped (bounded state).
- *   - A re-publication of an already delivered (pack_id, version) under a new id is recognised only
- *     while the first one is inside the window.
+ *   - Keys are 53-bit hashes: two different publications with the same hash (about 1 in 10^13
+ *     per publication with a full memory) would make the second look delivered.
  */
 
-export const STATE_VERSION = 1;
+export const STATE_VERSION = 2;
 /** Page size asked for: the API's maximum. */
 export const PAGE_LIMIT = 200;
 /** The documented reread_overlap; used until a response says otherwise. */
 export const DEFAULT_OVERLAP = 50;
-/** Upper bound on the overlap honoured, so the dedupe set (and static data) stays small. */
+/** Upper bound on the overlap honoured, so the window (and static data) stays small. */
 export const MAX_OVERLAP = 100;
-/** Dedupe keys longer than this are stored as a hash, so one entry stays small. */
-export const MAX_KEY_LENGTH = 24;
-/**
- * Hard cap on dedupe entries. The window never holds more than MAX_OVERLAP + PAGE_LIMIT distinct ids,
- * so this only bites on a server that breaks the contract; the lowest ids are dropped first.
- */
-export const MAX_SEEN = MAX_OVERLAP + PAGE_LIMIT + 20;
+/** The window never holds more keys than this; only a server breaking the contract reaches it. */
+export const MAX_WINDOW = MAX_OVERLAP + PAGE_LIMIT;
+/** Delivered keys remembered after they left the window (9 characters each in static data). */
+export const MEMORY_KEYS = 700;
+/** Characters of one key hash (53 bits, 6 bits per character). */
+export const TOKEN_LENGTH = 9;
 
 export interface PublicationRecord {
 	id: number;
@@ -70,20 +70,22 @@ export interface CursorState {
 	v: typeof STATE_VERSION;
 	/** What the state was built for (start option, start id, server); another key starts afresh. */
 	queryKey: string;
-	/** since_id of the next poll's first request; ids <= start are settled. */
+	/** since_id of the next poll's first request; ids <= start are never returned again. */
 	start: number;
 	/** Highest id / next_since_id read so far. */
 	cursor: number;
 	/** The re-read overlap in effect (from the last response, capped). */
 	overlap: number;
-	/** Dedupe key -> id of every record read with id > start. */
-	seen: Record<string, number>;
+	/** Key hash -> highest id it was read under, for delivered keys read under an id > start. */
+	window: Record<string, number>;
+	/** Hashes of the last MEMORY_KEYS delivered keys that left the window, oldest first, joined. */
+	delivered: string;
 	/** Bumped on every change, so two overlapping polls can tell that the other one committed. */
 	rev: number;
 }
 
-/** cyrb53: a fast 53-bit string hash (public domain), enough to tell long keys apart. */
-export function hash53(text: string, seed = 0): string {
+/** cyrb53: a fast 53-bit string hash (public domain), enough to tell keys apart. */
+export function hash53Number(text: string, seed = 0): number {
 	let h1 = 0xdeadbeef ^ seed;
 	let h2 = 0x41c6ce57 ^ seed;
 	for (let i = 0; i < text.length; i++) {
@@ -93,13 +95,28 @@ export function hash53(text: string, seed = 0): string {
 	}
 	h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
 	h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-	return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36);
+	return 4294967296 * (2097151 & h2) + (h1 >>> 0);
 }
 
-/** The dedupe key of a publication: `(pack_id, version)`, as the API's `dedupe_by` says. */
+export function hash53(text: string, seed = 0): string {
+	return hash53Number(text, seed).toString(36);
+}
+
+const DIGITS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+/** A 53-bit number as TOKEN_LENGTH characters that need no escaping in JSON. */
+function token(hash: number): string {
+	let text = '';
+	for (let i = 0; i < TOKEN_LENGTH; i++) {
+		text = DIGITS[hash % 64] + text;
+		hash = Math.floor(hash / 64);
+	}
+	return text;
+}
+
+/** The dedupe key of a publication, `(pack_id, version)` as the API's `dedupe_by` says, hashed. */
 export function dedupeKey(packId: string, version: number): string {
-	const key = `${packId}@${version}`;
-	return key.length <= MAX_KEY_LENGTH ? key : `#${hash53(key)}`;
+	return token(hash53Number(`${packId}@${version}`));
 }
 
 /** The state of a trigger that has not delivered anything yet and starts after `startId`. */
@@ -111,7 +128,8 @@ export function initialState(queryKey: string, startId: number): CursorState {
 		start,
 		cursor: start,
 		overlap: DEFAULT_OVERLAP,
-		seen: {},
+		window: {},
+		delivered: '',
 		rev: 0,
 	};
 }
@@ -120,32 +138,49 @@ function isSafeId(value: unknown): value is number {
 	return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }
 
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+	return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * A version 1 dedupe key (`pack@version`, or `#` + base36 hash53 of it when longer than 24
+ * characters) as today's hash: the same hash function of the same text, so nothing is lost.
+ */
+function migrateKey(key: string): string {
+	const hashed = key.startsWith('#') && !key.includes('@');
+	return token(hashed ? parseInt(key.slice(1), 36) : hash53Number(key));
+}
+
 /**
  * Reads the state from static data. Returns undefined when there is none, when it was built for
- * another query (the start option changed), or when it is not a state this version understands,
- * so the caller starts afresh. Future versions migrate older `v` values here.
+ * another query (the start option changed), or when it is damaged, so the caller starts afresh.
+ * A version 1 state (window keyed by plain text, no memory) is migrated: same start, same window.
  */
 export function readState(raw: unknown, queryKey: string): CursorState | undefined {
-	if (typeof raw !== 'object' || raw === null) return undefined;
-	const data = raw as Record<string, unknown>;
-	if (data.v !== STATE_VERSION || data.queryKey !== queryKey) return undefined;
-	if (!isSafeId(data.start) || !isSafeId(data.cursor) || data.cursor < data.start) return undefined;
-	if (!isSafeId(data.overlap) || !isSafeId(data.rev)) return undefined;
-	if (typeof data.seen !== 'object' || data.seen === null || Array.isArray(data.seen))
-		return undefined;
-	const seen: Record<string, number> = {};
-	for (const [key, id] of Object.entries(data.seen as Record<string, unknown>)) {
+	if (!isPlainObject(raw) || raw.queryKey !== queryKey) return undefined;
+	const v1 = raw.v === 1;
+	if (!v1 && raw.v !== STATE_VERSION) return undefined;
+	const { start, cursor, overlap, rev } = raw;
+	if (!isSafeId(start) || !isSafeId(cursor) || cursor < start) return undefined;
+	if (!isSafeId(overlap) || !isSafeId(rev)) return undefined;
+	const entries = v1 ? raw.seen : raw.window;
+	if (!isPlainObject(entries)) return undefined;
+	const delivered = v1 ? '' : raw.delivered;
+	if (typeof delivered !== 'string' || delivered.length % TOKEN_LENGTH !== 0) return undefined;
+	const window: Record<string, number> = {};
+	for (const [key, id] of Object.entries(entries)) {
 		if (!isSafeId(id)) return undefined;
-		if (id > data.start) seen[key] = id;
+		if (id > start) window[v1 ? migrateKey(key) : key] = id;
 	}
 	return {
 		v: STATE_VERSION,
 		queryKey,
-		start: data.start,
-		cursor: data.cursor,
-		overlap: Math.min(data.overlap, MAX_OVERLAP),
-		seen,
-		rev: data.rev,
+		start,
+		cursor,
+		overlap: Math.min(overlap, MAX_OVERLAP),
+		window,
+		delivered: delivered.slice(-MEMORY_KEYS * TOKEN_LENGTH),
+		rev,
 	};
 }
 
@@ -154,7 +189,7 @@ function clampOverlap(value: unknown, fallback: number): number {
 	return Math.min(Math.floor(value), MAX_OVERLAP);
 }
 
-/** What finishPoll needs of a page once its records have been folded into the poll's log. */
+/** One list request of a poll, as finishPoll needs it. */
 interface PageSpan {
 	/** since_id of the request. */
 	since: number;
@@ -164,194 +199,135 @@ interface PageSpan {
 	overlap: number;
 }
 
-interface ReadPage extends PageSpan {
-	/** Valid records above `since`, ascending id. */
-	items: PublicationRecord[];
-	full: boolean;
-}
-
-/**
- * What one poll has read, folded page by page as it arrives, so a poll costs O(1) per record
- * (instead of copying the dedupe set per page and refolding every page at the end).
- *
- * Every request of a poll asks for ids above the previous page's end, so the pages cover disjoint,
- * ascending id ranges and the log is filled in ascending id order. That is what lets finishPoll cut
- * a partial delivery from the log alone (see there).
- *
- * The log is append-only and shared by the successive PollRun values of one poll; a run owns the
- * first `pageCount` spans and `freshCount` fresh records and added keys (the two grow together:
- * every fresh record adds its key). addPage appends in place only for the newest run of the log
- * and copies the run's prefix otherwise, so PollRun still behaves as an immutable value: a run's
- * results never depend on what was done with other runs.
- */
-interface PollLog {
-	readonly spans: PageSpan[];
-	/** Records not delivered before, in read order (ascending id): what addPage returned. */
-	readonly fresh: PublicationRecord[];
-	/**
-	 * Dedupe key -> id of the records read in this poll whose key the base state did not know, in
-	 * read order (so ascending id; the first id read per key). The base state's set is looked up in
-	 * place, never copied.
-	 */
-	readonly added: Map<string, number>;
-}
-
 export interface PollRun {
 	readonly base: CursorState;
 	/** since_id for the next request of this poll. */
-	readonly nextSince: number;
-	/** How much of `log` belongs to this run: pages read, fresh records (= new dedupe keys). */
-	readonly pageCount: number;
-	readonly freshCount: number;
-	readonly log: PollLog;
+	nextSince: number;
+	readonly pages: PageSpan[];
+	/** Key -> highest id read: the base window, plus every key read in this poll. */
+	readonly highest: Map<string, number>;
+	/** The base state's memory of delivered keys. */
+	readonly remembered: Set<string>;
+	/** Records whose key was not delivered before, in read order (ascending id), and their keys. */
+	readonly fresh: PublicationRecord[];
+	readonly freshKeys: string[];
 }
 
 export function startPoll(state: CursorState): PollRun {
-	const log: PollLog = { spans: [], fresh: [], added: new Map() };
-	return { base: state, nextSince: state.start, pageCount: 0, freshCount: 0, log };
+	const remembered = new Set<string>();
+	for (let at = 0; at < state.delivered.length; at += TOKEN_LENGTH)
+		remembered.add(state.delivered.slice(at, at + TOKEN_LENGTH));
+	return {
+		base: state,
+		nextSince: state.start,
+		pages: [],
+		highest: new Map(Object.entries(state.window)),
+		remembered,
+		fresh: [],
+		freshKeys: [],
+	};
 }
 
-/** Validates one list response against the request it answers (tolerant: bad entries are ignored). */
-function readPage(since: number, page: ListPage, limit: number, overlap: number): ReadPage {
-	const rawItems = Array.isArray(page.items) ? page.items : [];
-	const items = rawItems
+/** The valid records of a list answer above `since`, ascending id (bad entries are ignored). */
+function validItems(since: number, page: ListPage): PublicationRecord[] {
+	const rawItems: unknown[] = Array.isArray(page.items) ? page.items : [];
+	return (rawItems as PublicationRecord[])
 		.filter(
 			(item) =>
-				typeof item === 'object' &&
-				item !== null &&
+				isPlainObject(item) &&
 				isSafeId(item.id) &&
 				item.id > since &&
 				typeof item.pack_id === 'string' &&
 				typeof item.version === 'number',
 		)
 		.sort((a, b) => a.id - b.id);
-	const lastId = items.length ? items[items.length - 1].id : since;
-	const next = isSafeId(page.next_since_id) ? page.next_since_id : lastId;
-	return {
-		since,
-		items,
-		end: Math.max(since, lastId, next),
-		full: rawItems.length >= limit,
-		overlap: clampOverlap(page.reread_overlap, overlap),
-	};
-}
-
-/** The log of `run` alone, to append to: the shared one while `run` is its newest run, else a copy. */
-function ownLog(run: PollRun): PollLog {
-	const { log } = run;
-	if (log.spans.length === run.pageCount) return log; // every addPage appends exactly one span
-	const added = new Map<string, number>();
-	for (const [key, id] of log.added) {
-		if (added.size === run.freshCount) break;
-		added.set(key, id);
-	}
-	return {
-		spans: log.spans.slice(0, run.pageCount),
-		fresh: log.fresh.slice(0, run.freshCount),
-		added,
-	};
-}
-
-/** Folds a page's records into `log`; returns those not delivered before (ascending id). */
-function foldItems(
-	base: CursorState,
-	log: PollLog,
-	items: PublicationRecord[],
-): PublicationRecord[] {
-	const fresh: PublicationRecord[] = [];
-	for (const item of items) {
-		if (item.id <= base.start) continue; // settled (never returned by a correct server)
-		const key = dedupeKey(item.pack_id, item.version);
-		if (key in base.seen || log.added.has(key)) continue;
-		log.added.set(key, item.id);
-		log.fresh.push(item);
-		fresh.push(item);
-	}
-	return fresh;
 }
 
 /**
- * Adds the answer to the request `since_id = run.nextSince, limit`. Returns the records of this
- * page not delivered before (ascending id) and, when the page was full, the since_id to follow.
+ * Adds the answer to the request `since_id = run.nextSince, limit` to the run. Returns the records
+ * of this page not delivered before (ascending id) and, when the page was full, the since_id to
+ * follow (also in `run.nextSince`).
  */
 export function addPage(
 	run: PollRun,
 	page: ListPage,
 	limit = PAGE_LIMIT,
-): { run: PollRun; fresh: PublicationRecord[]; next: number | null } {
-	const log = ownLog(run);
-	const previousOverlap = log.spans.length
-		? log.spans[log.spans.length - 1].overlap
-		: run.base.overlap;
-	const read = readPage(run.nextSince, page, limit, previousOverlap);
-	const fresh = foldItems(run.base, log, read.items);
-	log.spans.push({ since: read.since, end: read.end, overlap: read.overlap });
-	const next = read.full && read.end > read.since ? read.end : null;
-	return {
-		run: {
-			base: run.base,
-			nextSince: next ?? read.end,
-			pageCount: log.spans.length,
-			freshCount: log.fresh.length,
-			log,
-		},
-		fresh,
-		next,
-	};
+): { fresh: PublicationRecord[]; next: number | null } {
+	const since = run.nextSince;
+	const items = validItems(since, page);
+	const fresh: PublicationRecord[] = [];
+	for (const item of items) {
+		if (item.id <= run.base.start) continue; // never returned by a correct server
+		const key = dedupeKey(item.pack_id, item.version);
+		const known = run.highest.get(key);
+		run.highest.set(key, Math.max(known ?? 0, item.id));
+		if (known !== undefined || run.remembered.has(key)) continue;
+		fresh.push(item);
+		run.fresh.push(item);
+		run.freshKeys.push(key);
+	}
+	const lastId = items.length ? items[items.length - 1].id : since;
+	const end = Math.max(since, lastId, isSafeId(page.next_since_id) ? page.next_since_id : lastId);
+	const previous = run.pages.length ? run.pages[run.pages.length - 1].overlap : run.base.overlap;
+	run.pages.push({ since, end, overlap: clampOverlap(page.reread_overlap, previous) });
+	const full = Array.isArray(page.items) && page.items.length >= limit;
+	const next = full && end > since ? end : null;
+	run.nextSince = end;
+	return { fresh, next };
 }
 
 /** All records of the run not delivered before, ascending id (what addPage returned, in order). */
 export function freshRecords(run: PollRun): PublicationRecord[] {
-	return run.log.fresh.slice(0, run.freshCount);
+	return [...run.fresh];
 }
 
 /**
  * The state after this poll when the first `emitted` fresh records were delivered (default: all).
  * Delivering fewer (budget ran out while fetching manifests) cuts the run just below the first
- * record not delivered, as if the poll had stopped reading there: nothing is skipped.
+ * record not delivered, as if the poll had stopped reading there: nothing is skipped. Keys that
+ * were delivered keep every id they were read under, also ids above the cut.
  */
 export function finishPoll(run: PollRun, emitted?: number): CursorState {
-	const { base, log } = run;
-	if (run.pageCount === 0) return base;
-	const count =
-		emitted === undefined ? run.freshCount : Math.max(0, Math.min(emitted, run.freshCount));
-	let pageCount = run.pageCount;
-	let last = log.spans[pageCount - 1];
-	// Records read with this id or above are treated as not read (the cut).
-	let cut = Number.POSITIVE_INFINITY;
-	if (count < run.freshCount) {
-		cut = log.fresh[count].id; // first record not delivered: read nothing from here on
-		// Its page is the last one whose request started below it (pages cover ascending ranges).
-		let index = pageCount - 1;
-		while (log.spans[index].since >= cut) index--;
-		pageCount = index + 1;
-		last = { ...log.spans[index], end: cut - 1 };
+	const { base, pages } = run;
+	if (pages.length === 0) return base;
+	const count = Math.max(0, Math.min(emitted ?? run.fresh.length, run.fresh.length));
+	let kept = pages.length;
+	let end = pages[kept - 1].end;
+	if (count < run.fresh.length) {
+		const cut = run.fresh[count].id; // the first record not delivered: read nothing from here on
+		while (pages[kept - 1].since >= cut) kept--; // pages cover ascending, disjoint id ranges
+		end = cut - 1;
 	}
-	const overlap = last.overlap;
-	const end = last.end;
+	const last = pages[kept - 1];
 	// The last page boundary this poll followed directly (the since of its last request), if any.
-	const followed = pageCount > 1 ? last.since : end;
-	const start = Math.max(base.start, Math.min(end, followed) - overlap);
+	const followed = kept > 1 ? last.since : end;
+	const start = Math.max(base.start, Math.min(end, followed) - last.overlap);
 	const cursor = Math.max(base.cursor, end, start);
-	// The dedupe set read up to the cut: the base state's plus this run's new keys first read below
-	// it (the log is in ascending id order, so those are exactly the keys of the pages kept), in
-	// that order; then only the keys above `start` are kept.
-	const window = Object.entries(base.seen).filter(([, id]) => id > start);
-	let taken = 0;
-	for (const entry of log.added) {
-		if (taken++ === run.freshCount) break;
-		if (entry[1] > start && entry[1] < cut) window.push(entry);
+
+	const undelivered = new Set(run.freshKeys.slice(count));
+	const inWindow: Array<[string, number]> = [];
+	const leaving: Array<[string, number]> = [];
+	for (const entry of run.highest) {
+		if (undelivered.has(entry[0])) continue;
+		(entry[1] > start ? inWindow : leaving).push(entry);
 	}
-	if (window.length > MAX_SEEN) window.sort((a, b) => b[1] - a[1]).splice(MAX_SEEN);
-	const kept: Record<string, number> = {};
-	for (const [key, id] of window.sort((a, b) => a[1] - b[1])) kept[key] = id;
+	inWindow.sort((a, b) => a[1] - b[1]);
+	leaving.push(...inWindow.splice(0, inWindow.length - MAX_WINDOW)); // only a broken server
+	leaving.sort((a, b) => a[1] - b[1]);
+
+	const window: Record<string, number> = {};
+	for (const [key, id] of inWindow) window[key] = id;
+	// Oldest first; a key appears once, in the window or in the memory.
+	const memory = [...run.remembered].filter((key) => !run.highest.has(key));
+	for (const [key] of leaving) memory.push(key);
 	const next: CursorState = {
 		v: STATE_VERSION,
 		queryKey: base.queryKey,
 		start,
 		cursor,
-		overlap,
-		seen: kept,
+		overlap: last.overlap,
+		window,
+		delivered: memory.slice(-MEMORY_KEYS).join(''),
 		rev: base.rev,
 	};
 	return sameState(next, base) ? base : { ...next, rev: base.rev + 1 };
@@ -359,8 +335,8 @@ export function finishPoll(run: PollRun, emitted?: number): CursorState {
 
 /**
  * The state of a trigger that starts "now": everything in `page` (the answer to
- * `since_id = baselineSince(head)`) is treated as already there, and only later publications,
- * including late commits inside the window, are delivered.
+ * `since_id = baselineSince(head)`) is treated as already delivered, and only later
+ * publications, including late commits inside the window, are delivered.
  */
 export function baselineState(
 	queryKey: string,
@@ -368,9 +344,9 @@ export function baselineState(
 	page: ListPage,
 	limit = PAGE_LIMIT,
 ): CursorState {
-	const run = addPage(startPoll(initialState(queryKey, since)), page, limit).run;
-	const state = finishPoll(run);
-	return { ...state, rev: 0 };
+	const run = startPoll(initialState(queryKey, since));
+	addPage(run, page, limit);
+	return { ...finishPoll(run), rev: 0 };
 }
 
 /** Where the "now" baseline read starts for a newest id `head`. */
@@ -383,31 +359,65 @@ export function sameState(a: CursorState, b: CursorState): boolean {
 		a.start !== b.start ||
 		a.cursor !== b.cursor ||
 		a.overlap !== b.overlap ||
-		a.queryKey !== b.queryKey
+		a.queryKey !== b.queryKey ||
+		a.delivered !== b.delivered
 	) {
 		return false;
 	}
-	const aKeys = Object.keys(a.seen);
-	if (aKeys.length !== Object.keys(b.seen).length) return false;
-	return aKeys.every((key) => b.seen[key] === a.seen[key]);
+	const aKeys = Object.keys(a.window);
+	if (aKeys.length !== Object.keys(b.window).length) return false;
+	return aKeys.every((key) => b.window[key] === a.window[key]);
 }
 
+/** Why a newest-id search stopped without an answer (a broken server, or the poll's time is up). */
+export class NewestSearchError extends Error {}
+
+/** Requests a newest-id search may make: 1 + 54 doublings + 54 halvings, then it is a server fault. */
+export const MAX_SEARCH_PROBES = 110;
+
 /**
- * Search steps for the newest id using `since_id` probes with `limit=1`: an exponential phase
- * finds an empty probe, a binary phase narrows down. `probe(since)` answers the first record above
- * `since`, or null. Requests: about 2 * log2(newest id).
+ * Finds the newest record using `since_id` probes with `limit=1`: an exponential phase finds an
+ * empty probe, a binary phase narrows down. `probe(since)` answers the first record above `since`,
+ * or null. About 2 * log2(newest id) requests, never more than MAX_SEARCH_PROBES; every probe must
+ * answer an id above the since_id it was asked with (else the server ignores since_id and the search
+ * could never end), and the search stops once `expired()` says the poll's time is up. Every stop
+ * goes through `fail` (default: throw a NewestSearchError).
  */
 export async function findNewest(
 	probe: (since: number) => Promise<PublicationRecord | null>,
+	expired: () => boolean = () => false,
+	fail: (message: string) => never = (message) => {
+		throw new NewestSearchError(message);
+	},
 ): Promise<PublicationRecord | null> {
-	let newest = await probe(0);
+	let probes = 0;
+	const ask = async (since: number): Promise<PublicationRecord | null> => {
+		if (++probes > MAX_SEARCH_PROBES) {
+			fail(
+				`The search for the newest publication did not end after ${MAX_SEARCH_PROBES} requests (last since_id=${since}): the server's answers contradict each other. This is a fault of the server, not of this node's settings.`,
+			);
+		}
+		if (probes > 1 && expired()) {
+			fail(
+				`The search for the newest publication ran out of the poll's time after ${probes - 1} requests (the server answers too slowly).`,
+			);
+		}
+		const found = await probe(since);
+		if (found !== null && !(isSafeId(found.id) && found.id > since)) {
+			fail(
+				`The server answered since_id=${since} with publication id ${JSON.stringify(found.id)}, which is not a whole number above it (ids are at most 2^53 - 1): it ignores since_id. This is a fault of the server, not of this node's settings.`,
+			);
+		}
+		return found;
+	};
+	let newest = await ask(0);
 	if (!newest) return null;
 	let lo = newest.id; // a record with this id exists
 	let hi: number | undefined; // no record above this id (when last asked)
 	let step = Math.max(1, lo);
 	while (hi === undefined) {
-		const since = lo + step;
-		const found = await probe(since);
+		const since = Math.min(lo + step, Number.MAX_SAFE_INTEGER); // an id above it is a fault
+		const found = await ask(since);
 		if (found) {
 			newest = found;
 			lo = found.id;
@@ -418,7 +428,7 @@ export async function findNewest(
 	}
 	while (lo < hi) {
 		const mid = Math.floor((lo + hi) / 2);
-		const found = await probe(mid);
+		const found = await ask(mid);
 		if (found) {
 			newest = found;
 			lo = found.id;
