@@ -1,7 +1,7 @@
 /**
  * The example workflows users import (test/e2e/workflows/*.json, linked from the README): well-formed,
  * free of credentials, made of node types and versions the pinned n8n knows, and importable. The AI
- * example has no LLM here: it is checked statically, plus what n8n makes of the Image Pack tool node.
+ * example is checked statically here, plus what n8n makes of the Image Pack tool node; it runs in agent.test.mjs.
  * (The batch example runs in actions.test.mjs, the listing example in trigger.test.mjs.)
  */
 import assert from 'node:assert/strict';
@@ -88,7 +88,7 @@ describe('example workflows', () => {
 		});
 	}
 
-	it('AI example: the Image Pack tool node is an AI tool exposing the Generate parameters; the agent gets model and tool', () => {
+	it('AI example: the Image Pack tool node is an AI tool exposing the Generate parameters; the agent gets model and tools', () => {
 		const tool = nodeTypes.find((t) => t.name === 'n8n-nodes-imagepack.imagePackTool');
 		assert.ok(tool, 'n8n derives the tool variant from usableAsTool');
 		assert.deepEqual(tool.outputs, ['ai_tool']);
@@ -96,14 +96,22 @@ describe('example workflows', () => {
 		for (const name of ['toolDescription', 'resource', 'operation', 'prompt', 'model', 'ratio', 'resolution', 'n', 'referenceImageIds', 'sessionId', 'options']) {
 			assert.ok(properties.includes(name), `tool property ${name}`);
 		}
+		// The node declares its own per-operation tool descriptions, so n8n adds no "Set Automatically" switch.
+		assert.ok(!properties.includes('descriptionType'));
 		assert.match(tool.description, /Generate e-commerce product images/);
 
 		const workflow = examples.find(({ file }) => file === 'ai-agent-tool.json').workflow;
-		const toolNode = workflow.nodes.find((n) => n.type === 'n8n-nodes-imagepack.imagePackTool');
+		const agent = workflow.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.agent');
+		assert.equal(agent.typeVersion, 3, 'AI Agent 3: current, and known to n8n 1.123 too');
+		const tools = workflow.nodes.filter((n) => n.type === 'n8n-nodes-imagepack.imagePackTool');
+		assert.deepEqual(tools.map((n) => `${n.parameters.resource}.${n.parameters.operation}`), ['image.generate', 'publication.get']);
+		const toolNode = tools[0];
 		assert.match(toolNode.parameters.prompt, /\$fromAI\('prompt'/);
-		assert.equal(toolNode.parameters.options.downloadImages, false);
+		assert.equal(toolNode.parameters.toolDescription, undefined, 'the node\'s own description reaches the model');
+		assert.equal(toolNode.parameters.options.downloadImages, undefined, 'as a tool it downloads nothing unless asked');
 		assert.ok(toolNode.parameters.options.maxCreditsPerItem > 0, 'a budget guard the agent cannot change');
-		assert.deepEqual(workflow.connections[toolNode.name].ai_tool[0][0], { node: 'AI Agent', type: 'ai_tool', index: 0 });
+		assert.ok(toolNode.parameters.options.maxCreditsPerExecution > 0, 'a cap on what one chat message may spend');
+		for (const n of tools) assert.deepEqual(workflow.connections[n.name].ai_tool[0][0], { node: 'AI Agent', type: 'ai_tool', index: 0 });
 		const model = workflow.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.lmChatOpenAi');
 		assert.deepEqual(workflow.connections[model.name].ai_languageModel[0][0], { node: 'AI Agent', type: 'ai_languageModel', index: 0 });
 	});

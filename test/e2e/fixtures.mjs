@@ -144,3 +144,34 @@ export async function waitFor(check, { timeoutMs = 60_000, intervalMs = 500, wha
 		await new Promise((resolve) => setTimeout(resolve, intervalMs));
 	}
 }
+
+/**
+ * The chat example made runnable by `n8n execute`, which starts only from a Manual Trigger: the Chat
+ * Trigger becomes a Code node of the same name that emits the chat message a chat window would send
+ * ({ sessionId, action, chatInput }), behind a Manual Trigger. Everything downstream stays as shipped.
+ * `agentVersion` swaps the AI Agent's version, `id`/`name` make a distinct workflow.
+ */
+export function chatAsManualRun(workflow, { id, name, chatInput, agentVersion }) {
+	const copy = structuredClone(workflow);
+	const trigger = copy.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.chatTrigger');
+	const message = { sessionId: `e2e-${id}`, action: 'sendMessage', chatInput };
+	Object.assign(trigger, {
+		type: 'n8n-nodes-base.code',
+		typeVersion: 2,
+		parameters: { jsCode: `return [{ json: ${JSON.stringify(message)} }];` },
+	});
+	delete trigger.webhookId;
+	copy.nodes.push(node('Run', 'n8n-nodes-base.manualTrigger', {}, { position: [trigger.position[0] - 220, trigger.position[1]] }));
+	copy.connections.Run = { main: [[{ node: trigger.name, type: 'main', index: 0 }]] };
+	if (agentVersion) copy.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.agent').typeVersion = agentVersion;
+	return { ...copy, id, name };
+}
+
+/** Points every OpenAI chat model node of the workflow at the given openAiApi credential. */
+export function withModelCredential(workflow, credential) {
+	const copy = structuredClone(workflow);
+	for (const n of copy.nodes) {
+		if (n.type === '@n8n/n8n-nodes-langchain.lmChatOpenAi') n.credentials = { openAiApi: { id: credential.id, name: credential.name } };
+	}
+	return copy;
+}
