@@ -12,6 +12,7 @@ import * as generate from './actions/image/generate.operation';
 import * as get from './actions/publication/get.operation';
 import * as getMany from './actions/publication/getMany.operation';
 import { router } from './actions/router';
+import { searchPublications } from './methods/listSearch';
 import { getRatios, getResolutions } from './methods/loadOptions';
 import { TOOL_DESCRIPTIONS } from './shared/tool';
 
@@ -52,7 +53,8 @@ export class ImagePack implements INodeType {
 		name: 'imagePack',
 		icon: { light: 'file:imagePack.svg', dark: 'file:imagePack.dark.svg' },
 		group: ['transform'],
-		version: 1,
+		// 1.1: Get Publication picks the publication from a list (a resource locator); 1 keeps a plain ID.
+		version: [1, 1.1],
 		subtitle:
 			'={{ {generate: "Generate", get: "Get Publication", getMany: "Get Many Publications", download: "Download File"}[$parameter["operation"]] + ($parameter["operation"] === "generate" ? " · " + $parameter["model"] : "") }}',
 		description:
@@ -140,7 +142,10 @@ export class ImagePack implements INodeType {
 		],
 	};
 
-	methods = { loadOptions: { getRatios, getResolutions } };
+	methods = {
+		loadOptions: { getRatios, getResolutions },
+		listSearch: { searchPublications },
+	};
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		return await router.call(this);

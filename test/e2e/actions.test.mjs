@@ -27,6 +27,7 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 		generate: 'e2eGenerateBin01',
 		refine: 'e2eGenerateRef01',
 		getPublication: 'e2eGetPublicat01',
+		savedPublicationIds: 'e2eSavedPubIds01',
 		getMany: 'e2eGetManyPubl01',
 		download: 'e2eDownloadFil01',
 		validation: 'e2eValidationF01',
@@ -66,6 +67,20 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 					publicationId: String(second.id),
 					options: { downloadImages: true },
 				}),
+			]),
+			// A workflow saved before the picker (node version 1, a plain number) beside a picker value (1.1).
+			chain(ids.savedPublicationIds, 'e2e: saved plain publication ID and picker value', [
+				node('Saved Number', IMAGE_PACK, { resource: 'publication', operation: 'get', publicationId: first.id }),
+				node(
+					'Picked',
+					IMAGE_PACK,
+					{
+						resource: 'publication',
+						operation: 'get',
+						publicationId: { __rl: true, mode: 'list', value: String(third.id), cachedResultName: `#${third.id} · pk_mugs v2` },
+					},
+					{ typeVersion: 1.1 },
+				),
 			]),
 			chain(ids.getMany, 'e2e: get many publications', [
 				node('Get Many', IMAGE_PACK, { resource: 'publication', operation: 'getMany', sinceId: first.id, returnAll: true }),
@@ -170,6 +185,13 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 		}
 		const files = await emulator.control.requests({ listener: 'files' });
 		assert.ok(files.every((entry) => entry.headers.authorization === undefined));
+	});
+
+	it('get publication: a saved version-1 node with a plain number and a version-1.1 picker value both run', async () => {
+		const result = await execute(ids.savedPublicationIds);
+		assert.ok(result.ok, result.stdout + result.stderr);
+		assert.equal(result.nodeOutput('Saved Number')[0].json.id, publications.first.id);
+		assert.equal(result.nodeOutput('Picked')[0].json.id, publications.third.id);
 	});
 
 	it('get many: one item per record after Since ID, ascending', async () => {

@@ -9,6 +9,7 @@ import {
 	BinaryDataConfig,
 	BinaryDataService,
 	ExecuteContext,
+	LoadOptionsContext,
 	PollContext,
 	RoutingNode,
 } from 'n8n-core';
@@ -20,6 +21,7 @@ import type {
 	INode,
 	INodeCredentialsDetails,
 	INodeExecutionData,
+	INodeListSearchResult,
 	INodeParameters,
 	INodeType,
 	INodeTypes,
@@ -156,14 +158,15 @@ function additionalData(credentials?: HarnessCredentials): IWorkflowExecuteAddit
 function makeNode(
 	nodeType: INodeType,
 	parameters: INodeParameters,
-	options: { name?: string; continueOnFail?: boolean; asTool?: boolean },
+	options: { name?: string; continueOnFail?: boolean; asTool?: boolean; typeVersion?: number },
 ): INode {
 	const version = nodeType.description.version;
 	return {
 		id: 'node-under-test',
 		name: options.name ?? nodeType.description.defaults.name ?? nodeType.description.displayName,
 		type: `${PACKAGE}.${nodeType.description.name}${options.asTool ? 'Tool' : ''}`,
-		typeVersion: Array.isArray(version) ? version[version.length - 1] : version,
+		typeVersion:
+			options.typeVersion ?? (Array.isArray(version) ? version[version.length - 1] : version),
 		position: [0, 0],
 		parameters,
 		credentials: { imagePackApi: { id: 'cred-1', name: 'Image Pack account' } },
@@ -185,6 +188,8 @@ export interface RunNodeOptions {
 	asTool?: boolean;
 	/** The execution's data; pass the same object to several calls to make them one execution. */
 	runExecutionData?: IRunExecutionData;
+	/** The node version a saved workflow holds (default: the newest). */
+	typeVersion?: number;
 }
 
 /** Empty run data of one execution, as n8n starts it (context data included). */
@@ -201,16 +206,21 @@ export function newRunExecutionData(): IRunExecutionData {
 	} as unknown as IRunExecutionData;
 }
 
-/** Runs `execute()` once, as n8n runs a node of a workflow, and returns its output. */
-export async function runNode(options: RunNodeOptions): Promise<INodeExecutionData[][]> {
-	const node = makeNode(options.nodeType, options.parameters, options);
-	const workflow = new Workflow({
+/** A saved, inactive workflow holding just this node. */
+function inactiveWorkflow(nodeType: INodeType, node: INode): Workflow {
+	return new Workflow({
 		id: 'test-workflow',
 		nodes: [node],
 		connections: {},
 		active: false,
-		nodeTypes: new TestNodeTypes({ [options.nodeType.description.name]: options.nodeType }),
+		nodeTypes: new TestNodeTypes({ [nodeType.description.name]: nodeType }),
 	});
+}
+
+/** Runs `execute()` once, as n8n runs a node of a workflow, and returns its output. */
+export async function runNode(options: RunNodeOptions): Promise<INodeExecutionData[][]> {
+	const node = makeNode(options.nodeType, options.parameters, options);
+	const workflow = inactiveWorkflow(options.nodeType, node);
 	const items = options.items ?? [{ json: {} }];
 	const runExecutionData = options.runExecutionData ?? newRunExecutionData();
 	const context = new ExecuteContext(
@@ -291,6 +301,27 @@ export class PollingWorkflow {
 		);
 		return await this.options.nodeType.poll!.call(context);
 	}
+}
+
+/**
+ * Runs a `listSearch` method as the editor's "From list" does (n8n's LoadOptionsContext, with the
+ * node's current parameters), e.g. `runListSearch({ nodeType, method: 'searchPublications', … })`.
+ */
+export async function runListSearch(options: {
+	nodeType: INodeType;
+	method: string;
+	parameters: INodeParameters;
+	credentials: HarnessCredentials;
+	filter?: string;
+	paginationToken?: string;
+}): Promise<INodeListSearchResult> {
+	const node = makeNode(options.nodeType, options.parameters, {});
+	const workflow = inactiveWorkflow(options.nodeType, node);
+	const data = { ...additionalData(options.credentials), currentNodeParameters: options.parameters };
+	const context = new LoadOptionsContext(workflow, node, data, 'parameters.publicationId');
+	const method = options.nodeType.methods?.listSearch?.[options.method];
+	if (!method) throw new Error(`No listSearch method ${options.method}`);
+	return await method.call(context, options.filter, options.paginationToken);
 }
 
 let binaryStoragePath: string | undefined;

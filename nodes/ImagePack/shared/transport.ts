@@ -9,6 +9,7 @@ import type {
 	IExecuteFunctions,
 	IHttpRequestMethods,
 	IHttpRequestOptions,
+	ILoadOptionsFunctions,
 	IN8nHttpFullResponse,
 	IPollFunctions,
 	JsonObject,
@@ -24,7 +25,8 @@ import {
 	retryAfterSeconds,
 } from './errors';
 
-export type ApiContext = IExecuteFunctions | IPollFunctions;
+/** Where requests come from: operations, the trigger's polls, the editor's list searches. */
+export type ApiContext = IExecuteFunctions | IPollFunctions | ILoadOptionsFunctions;
 
 export const CREDENTIAL_TYPE = 'imagePackApi';
 
@@ -441,7 +443,7 @@ export async function downloadFile(
  * enter it: streamed, named, typed.
  */
 export async function downloadBinary(
-	ctx: ApiContext,
+	ctx: IExecuteFunctions | IPollFunctions,
 	reference: string,
 	itemIndex: number,
 	connection?: Connection,

@@ -13,6 +13,9 @@ import { type Connection, apiRequest, downloadBinary, getConnection } from '../.
 
 const show = { resource: ['publication'], operation: ['get'] };
 
+/** Node version 1 stored the id as a plain string; saved workflows keep it that way (see README). */
+const plainIdVersions = { '@version': [1] };
+
 export const description: INodeProperties[] = [
 	{
 		displayName: 'Publication ID',
@@ -22,7 +25,41 @@ export const description: INodeProperties[] = [
 		default: '',
 		placeholder: '12345',
 		description: 'The numeric ID of the publication record, as emitted by the Image Pack Trigger',
-		displayOptions: { show },
+		displayOptions: { show: { ...show, ...plainIdVersions } },
+	},
+	{
+		displayName: 'Publication',
+		name: 'publicationId',
+		type: 'resourceLocator',
+		required: true,
+		default: { mode: 'list', value: '' },
+		description:
+			'The publication record to read: pick it from the newest publications (search by ID, pack, version, style code or date), or give its numeric ID (the ID field of an Image Pack Trigger item)',
+		displayOptions: { show, hide: plainIdVersions },
+		modes: [
+			{
+				displayName: 'From List',
+				name: 'list',
+				type: 'list',
+				placeholder: 'Select a publication…',
+				typeOptions: { searchListMethod: 'searchPublications', searchable: true },
+			},
+			{
+				displayName: 'By ID',
+				name: 'id',
+				type: 'string',
+				placeholder: '12345',
+				validation: [
+					{
+						type: 'regex',
+						properties: {
+							regex: '^\\s*#?[1-9][0-9]*\\s*$',
+							errorMessage: 'A publication ID is a positive whole number, such as 12345',
+						},
+					},
+				],
+			},
+		],
 	},
 	{
 		displayName: 'Options',
@@ -46,8 +83,11 @@ export const description: INodeProperties[] = [
 
 /** Reads the record id of an item; rejects anything but a positive integer before sending. */
 export function publicationIdOf(ctx: IExecuteFunctions, itemIndex: number): number {
-	const raw = ctx.getNodeParameter('publicationId', itemIndex, '') as string | number;
-	const text = String(raw).trim();
+	// A plain value (node version 1) or a picker value ({ mode, value }, version 1.1), read alike.
+	const raw = ctx.getNodeParameter('publicationId', itemIndex, '', { extractValue: true }) as
+		| string
+		| number;
+	const text = String(raw).trim().replace(/^#/, '');
 	if (!/^\d+$/.test(text) || Number(text) < 1 || !Number.isSafeInteger(Number(text))) {
 		throw new NodeOperationError(
 			ctx.getNode(),

@@ -1,0 +1,116 @@
+/**
+ * Get Publication's picker (node version 1.1) and the plain ID of saved version-1 workflows, in real
+ * n8n contexts (LoadOptionsContext for "From list", ExecuteContext for runs) against the emulator.
+ */
+import type { INodeParameters } from 'n8n-workflow';
+
+import { ImagePack } from '../../nodes/ImagePack/ImagePack.node';
+import { PICKER_PAGE_SIZE } from '../../nodes/ImagePack/shared/newestFirst';
+import { type Emulator, startEmulator } from '../emulator';
+import { runListSearch, runNode } from '../harness/n8n';
+
+let emulator: Emulator;
+
+beforeAll(async () => {
+	emulator = await startEmulator();
+});
+
+afterAll(async () => {
+	await emulator.close();
+});
+
+beforeEach(async () => {
+	await emulator.control.reset();
+});
+
+const credentials = () => ({ baseUrl: emulator.baseUrl, apiKey: emulator.apiKey });
+const getParameters = (publicationId: INodeParameters[string]): INodeParameters => ({
+	resource: 'publication',
+	operation: 'get',
+	publicationId,
+});
+
+async function search(filter?: string, paginationToken?: string) {
+	return await runListSearch({
+		nodeType: new ImagePack(),
+		method: 'searchPublications',
+		parameters: getParameters({ __rl: true, mode: 'list', value: '' }),
+		credentials: credentials(),
+		filter,
+		paginationToken,
+	});
+}
+
+describe('Publication picker (From list)', () => {
+	it('lists the newest first, named by id, pack, version, style code and date; only the account’s own', async () => {
+		const other = await emulator.control.createAccount({});
+		await emulator.control.publish({ packId: 'pk_mugs', styleCode: 'MUG-RED', publishedAt: Date.UTC(2026, 10, 1, 8, 30) });
+		await emulator.control.publish({ accountId: other.accountId, packId: 'pk_foreign' });
+		const newest = await emulator.control.publish({ packId: 'pk_mugs', styleCode: 'MUG-BLUE', publishedAt: Date.UTC(2026, 10, 2, 9, 45) });
+		const { results, paginationToken } = await search();
+		expect(results.map((r) => r.value)).toEqual([String(newest.id), String(newest.id - 2)]);
+		expect(results[0].name).toBe(`#${newest.id} · pk_mugs v2 · MUG-BLUE · 2026-11-02 09:45 UTC`);
+		expect(paginationToken).toBeUndefined();
+	});
+
+	it('searches by style code, pack and version, date, and finds an exact id', async () => {
+		await emulator.control.publishBulk({ count: 120 });
+		const tote = await emulator.control.publish({ packId: 'pk_tote', styleCode: 'TOTE-GREEN', publishedAt: Date.UTC(2026, 5, 7) });
+		await emulator.control.publishBulk({ count: 120 });
+		expect((await search('tote-green')).results.map((r) => r.value)).toEqual([String(tote.id)]);
+		expect((await search('pk_tote v1')).results.map((r) => r.value)).toEqual([String(tote.id)]);
+		expect((await search('2026-06-07')).results.map((r) => r.value)).toContain(String(tote.id));
+		const exact = await search(`#${tote.id}`);
+		expect(exact.results[0].value).toBe(String(tote.id));
+	});
+
+	it('an account with 100,000 publications: pages of 50, newest first, few requests per page', async () => {
+		await emulator.control.publishBulk({ count: 100_000 });
+		await emulator.control.clearRequests();
+		const first = await search();
+		expect(first.results).toHaveLength(PICKER_PAGE_SIZE);
+		const ids = first.results.map((r) => Number(r.value));
+		expect(ids).toEqual([...ids].sort((a, b) => b - a));
+		const firstRequests = (await emulator.control.requests({ route: 'listPublications' })).length;
+		expect(firstRequests).toBeLessThanOrEqual(2 * Math.ceil(Math.log2(ids[0] + 1)) + 3);
+		await emulator.control.clearRequests();
+		const second = await search(undefined, first.paginationToken as string);
+		expect(Number(second.results[0].value)).toBeLessThan(ids[ids.length - 1]);
+		expect((await emulator.control.requests({ route: 'listPublications' })).length).toBeLessThanOrEqual(3);
+	});
+});
+
+describe('Saved workflows keep their plain publication ID', () => {
+	it('version 1 with a number, a string and an expression; version 1.1 with list and ID modes', async () => {
+		const record = await emulator.control.publish({ packId: 'pk_saved' });
+		const runs: Array<[number, INodeParameters[string]]> = [
+			[1, record.id],
+			[1, String(record.id)],
+			[1, '={{ $json.id }}'],
+			[1.1, { __rl: true, mode: 'list', value: String(record.id), cachedResultName: 'whatever' }],
+			[1.1, { __rl: true, mode: 'id', value: '={{ $json.id }}' }],
+		];
+		for (const [typeVersion, publicationId] of runs) {
+			const [[item]] = await runNode({
+				nodeType: new ImagePack(),
+				typeVersion,
+				parameters: getParameters(publicationId),
+				items: [{ json: { id: record.id } }],
+				credentials: credentials(),
+			});
+			expect(item.json).toMatchObject({ id: record.id, pack_id: 'pk_saved' });
+		}
+	});
+
+	it('a bad ID in ID mode fails before anything is sent, naming the item and what is allowed', async () => {
+		await emulator.control.clearRequests();
+		await expect(
+			runNode({
+				nodeType: new ImagePack(),
+				parameters: getParameters({ __rl: true, mode: 'id', value: 'pk_123' }),
+				credentials: credentials(),
+			}),
+		).rejects.toThrow(/Item 0: Publication ID "pk_123" is not a publication record id. Allowed values/);
+		expect(await emulator.control.requests({ listener: 'api' })).toHaveLength(0);
+	});
+});
