@@ -128,7 +128,7 @@ function imageView(image: ImageRecord) {
 		deleted: image.deleted,
 		cleaned: image.cleaned,
 		published: image.published,
-		sha256: sha256(renderPng(image.id, image.width, image.height)),
+		sha256: sha256(renderPng(image.id, image.width, image.height, image.caption)),
 	};
 }
 

@@ -313,7 +313,8 @@ export async function generate(ctx: GenerateContext): Promise<Record<string, unk
 		warnings.push({ type: w.type, feature: w.feature, details: w.details ?? TEXT.generic[language](w.feature) });
 	}
 
-	const images = Array.from({ length: delivered }, () => state.addImage(account.id, width, height, turn.id));
+	const caption = { model: req.model, prompt: req.prompt ?? '' };
+	const images = Array.from({ length: delivered }, () => state.addImage(account.id, width, height, turn.id, undefined, caption));
 	const charged = unit * delivered;
 	state.ledger(account, 'charge', charged, turn.id);
 	if (charged < estimate) state.ledger(account, 'refund', estimate - charged, turn.id);

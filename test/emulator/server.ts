@@ -371,7 +371,7 @@ function registerFileRoutes(app: FastifyInstance) {
 					'cache-control': 'private, max-age=3600',
 					'content-disposition': `inline; filename="${filename}"`,
 				},
-				body: renderPng(image.id, image.width, image.height),
+				body: renderPng(image.id, image.width, image.height, image.caption),
 			};
 		}),
 	);

@@ -56,6 +56,8 @@ export interface ImageRecord {
 	cleaned: boolean;
 	/** Referenced by a publication: protected from clean-up. */
 	published: boolean;
+	/** What the picture shows besides its size (generated images: the model and the prompt). */
+	caption?: { model?: string; prompt?: string };
 }
 
 export interface SessionRecord {
@@ -357,7 +359,14 @@ export class EmulatorState {
 		return session;
 	}
 
-	addImage(accountId: string, width: number, height: number, turnId: string | null, id?: string): ImageRecord {
+	addImage(
+		accountId: string,
+		width: number,
+		height: number,
+		turnId: string | null,
+		id?: string,
+		caption?: ImageRecord['caption'],
+	): ImageRecord {
 		const imageId = id ?? `img_${hex(8)}`;
 		if (this.images.has(imageId)) throw new ApiError(409, 'conflict', `image ${imageId} exists`);
 		const image: ImageRecord = {
@@ -371,6 +380,7 @@ export class EmulatorState {
 			deleted: false,
 			cleaned: false,
 			published: false,
+			caption,
 		};
 		this.images.set(image.id, image);
 		this.filesByAccount.get(accountId)!.set(image.filename, image);
