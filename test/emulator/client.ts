@@ -233,6 +233,10 @@ export class EmulatorControl {
 	commitPublication(id: number): Promise<PublicationView> {
 		return this.call('POST', `/publications/${id}/commit`);
 	}
+	/** The same publication (pack_id, version) listed again under the next id; `commit: false` keeps it pending. */
+	repeatPublication(id: number, options: { commit?: boolean } = {}): Promise<PublicationView> {
+		return this.call('POST', `/publications/${id}/repeat`, options);
+	}
 	getPublication(id: number): Promise<PublicationView> {
 		return this.call('GET', `/publications/${id}`);
 	}

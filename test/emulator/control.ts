@@ -52,6 +52,7 @@ const schemas = {
 		publishedAt: z.number().int().optional(),
 		commit: z.boolean().optional(),
 	}),
+	repeat: z.object({ commit: z.boolean().optional() }),
 	bulk: z.object({
 		accountId: z.string().optional(),
 		count: z.number().int().min(1).max(1_000_000),
@@ -307,6 +308,14 @@ export function registerControlRoutes(app: FastifyInstance, runtime: Runtime, re
 				lastId = record.id;
 			}
 			return { firstId, lastId, count: body.count, packIds: packCount <= 100 ? packs.map((pk) => pk.id) : undefined };
+		}),
+	);
+	app.post(
+		`${p}/publications/:id/repeat`,
+		wrap((req) => {
+			const id = Number((req.params as { id: string }).id);
+			const { commit } = parse(schemas.repeat, req.body ?? {});
+			return controlView(s(), s().repeatPublication(id, commit ?? true).id);
 		}),
 	);
 	app.post(

@@ -465,6 +465,19 @@ export class EmulatorState {
 		return record;
 	}
 
+	/**
+	 * The same publication (pack_id, version, fields, frozen manifest) listed again under the next id
+	 * of the sequence: §4.2 tells clients to deduplicate by (pack_id, version), not by id.
+	 */
+	repeatPublication(id: number, commit: boolean): PublicationRecord {
+		const original = this.publications.get(id);
+		if (!original) throw new ApiError(404, 'not_found', `no publication ${id}`);
+		const record: PublicationRecord = { ...original, id: this.nextPublicationId++, committed: false };
+		this.publications.set(record.id, record);
+		if (commit) this.commit(record.id);
+		return record;
+	}
+
 	commit(id: number): PublicationRecord {
 		const record = this.publications.get(id);
 		if (!record) throw new ApiError(404, 'not_found', `no publication ${id}`);

@@ -7,7 +7,7 @@ import type { IDataObject, INodeExecutionData, INodeParameters } from 'n8n-workf
 
 import { ImagePackTrigger, MAX_PAGES_PER_POLL } from '../../nodes/ImagePack/ImagePackTrigger.node';
 import { retryPolicy } from '../../nodes/ImagePack/shared/transport';
-import { startEmulator, type Emulator } from '../emulator';
+import { startEmulator, type Emulator, type PublicationView } from '../emulator';
 import {
 	DurablePollerHost,
 	LegacyPollerHost,
@@ -67,6 +67,33 @@ function expectOrderedBatches(executions: INodeExecutionData[][]) {
 		const batch = ids(items);
 		expect(batch).toEqual([...batch].sort((a, b) => a - b));
 	}
+}
+
+/**
+ * Every visible publication delivered exactly once: of the ids that list one publication
+ * (`keyOf`; undefined = an id of its own), exactly one is delivered, and nothing else.
+ */
+function expectOncePerPublication(
+	delivered: number[],
+	visible: number[],
+	keyOf: (id: number) => string | undefined,
+) {
+	const ids = new Map<string, number[]>();
+	for (const id of visible) {
+		const key = keyOf(id) ?? `#${id}`;
+		ids.set(key, [...(ids.get(key) ?? []), id]);
+	}
+	const got = new Set(delivered);
+	const problems = [...ids]
+		.map(([key, list]) => [key, list.filter((id) => got.has(id))] as const)
+		.filter(([, hits]) => hits.length !== 1)
+		.map(([key, hits]) => `${key} delivered ${hits.length} times (ids ${hits.join(', ')})`);
+	const visibleIds = new Set(visible);
+	problems.push(
+		...delivered.filter((id) => !visibleIds.has(id)).map((id) => `id ${id} not visible`),
+	);
+	if (got.size !== delivered.length) problems.push('an id delivered twice');
+	expect(problems).toEqual([]);
 }
 
 describe('Fetch Test Event (manual mode)', () => {
@@ -353,6 +380,64 @@ describe('overlap, restarts, parameters', () => {
 	});
 });
 
+describe('the same publication listed under two ids', () => {
+	it('regression: read in one window, the first id leaves it, the second is re-read', async () => {
+		// Ours: ids 1..100, where id 70 lists the publication of id 10 again.
+		await publish();
+		for (let id = 2; id <= 100; id++) {
+			if (id === 70) await emu.control.repeatPublication(10);
+			else await publish();
+		}
+		const poller = host({ startFrom: 'beginning', includeManifest: false });
+		await poller.activate();
+		await poller.restart();
+		const last = await publish();
+		await poller.tick();
+		await poller.tick();
+		const want = Array.from({ length: 100 }, (_, i) => i + 1).filter((id) => id !== 70);
+		expect(emittedIds(poller.executions)).toEqual([...want, last.id]);
+	});
+
+	// Every distance in between is covered by the pure cursor's tests (test/unit/cursor.test.ts).
+	const distances = [1, 50, 51, 201, 400];
+	it.each(distances)(
+		'distance %i: both visible or either committed late, with and without manifests, restarts',
+		async (distance) => {
+			for (const late of ['none', 'first', 'second'] as const) {
+				await emu.control.reset();
+				const includeManifest = late === 'second';
+				const poller = host({ startFrom: 'beginning', includeManifest });
+				const restart = distance % 2 === 1;
+				const tick = async () => {
+					if (restart) await poller.restart();
+					await poller.tick();
+				};
+				await emu.control.publishBulk({ count: 20 });
+				await poller.activate();
+				const first = await publish(undefined, undefined, late !== 'first');
+				// The contract: a pending id stays within the overlap of the newest visible id.
+				const before = Math.min(distance - 1, OVERLAP - 10);
+				if (before) await emu.control.publishBulk({ count: before });
+				await tick();
+				if (late === 'first') await emu.control.commitPublication(first.id);
+				if (distance - 1 > before) await emu.control.publishBulk({ count: distance - 1 - before });
+				const copy = await emu.control.repeatPublication(first.id, { commit: late !== 'second' });
+				expect(copy.id - first.id).toBe(distance);
+				await emu.control.publishBulk({ count: 30 });
+				await tick();
+				if (late === 'second') await emu.control.commitPublication(copy.id);
+				await publish();
+				for (let i = 0; i < 3; i++) await tick();
+				const all = Array.from({ length: copy.id + 31 }, (_, i) => i + 1);
+				const got = emittedIds(poller.executions);
+				expectOncePerPublication(got, all, (id) => (id === copy.id ? `#${first.id}` : undefined));
+				expectOrderedBatches(poller.executions);
+			}
+		},
+		60_000,
+	);
+});
+
 describe('randomized: hundreds of polls against the emulator (seeded)', () => {
 	/**
 	 * Publishers allocate ids from the global sequence and commit them in random order, within the
@@ -366,14 +451,25 @@ describe('randomized: hundreds of polls against the emulator (seeded)', () => {
 
 		constructor(private readonly random: () => number) {}
 
+		readonly owner = new Map<number, string>();
+		/** id -> `pack_id@version`: one publication may be listed under several ids. */
+		readonly key = new Map<number, string>();
+
 		async allocate(accountId: string, packId?: string): Promise<number> {
-			const record = await emu.control.publish({ accountId, packId, commit: false });
-			this.pending.push(record.id);
-			this.owner.set(record.id, accountId);
-			return record.id;
+			return this.track(await emu.control.publish({ accountId, packId, commit: false }));
 		}
 
-		readonly owner = new Map<number, string>();
+		/** The publication `id` listed again under the next id (pending until committed). */
+		async repeat(id: number): Promise<number> {
+			return this.track(await emu.control.repeatPublication(id, { commit: false }));
+		}
+
+		private track(record: PublicationView): number {
+			this.pending.push(record.id);
+			this.owner.set(record.id, record.accountId);
+			this.key.set(record.id, `${record.pack_id}@${record.version}`);
+			return record.id;
+		}
 
 		async commit(id: number): Promise<void> {
 			const floor = Math.max(this.maxVisible, id) - OVERLAP;
@@ -445,8 +541,19 @@ describe('randomized: hundreds of polls against the emulator (seeded)', () => {
 							: undefined;
 					const id = await publishers.allocate(account, pack);
 					if (random() < 0.6) await publishers.commit(id);
-				} else if (what < 0.8) {
+				} else if (what < 0.75) {
 					await publishers.commitRandom();
+				} else if (what < 0.8) {
+					// One of ours listed again under a new id, 1 to 400 ids after the first one.
+					const span = [1, 3, 20, 50, 51, 120, 400][Math.floor(random() * 7)];
+					const newest = Math.max(0, ...publishers.owner.keys());
+					const near = [...publishers.owner]
+						.filter(([id, account]) => account === me && id > newest - span)
+						.map(([id]) => id);
+					if (near.length) {
+						const copy = await publishers.repeat(near[Math.floor(random() * near.length)]);
+						if (random() < 0.6) await publishers.commit(copy);
+					}
 				} else if (what < 0.85) {
 					// A burst from other accounts and ours (several pages).
 					await publishers.commitAll();
@@ -498,8 +605,7 @@ describe('randomized: hundreds of polls against the emulator (seeded)', () => {
 		for (let i = 0; i < 5; i++) await poller.tick();
 
 		const got = emittedIds(poller.executions);
-		expect(new Set(got).size).toBe(got.length);
-		expect([...got].sort((a, b) => a - b)).toEqual(publishers.of(me));
+		expectOncePerPublication(got, publishers.of(me), (id) => publishers.key.get(id));
 		expectOrderedBatches(poller.executions);
 		expect(maxStored).toBeLessThan(16 * 1024);
 		return { delivered: got.length, faults, restarts, errors: poller.errors.length };

@@ -123,6 +123,21 @@ describe('§2.7 records and versions', () => {
 		expect((await detail(v1.id)).json.manifest).toEqual((await detail(v1.id)).json.manifest);
 	});
 
+	test('a publication listed again under a later id: same (pack_id, version) and manifest, pending until committed', async () => {
+		const first = await emu().control.publish();
+		const copy = await emu().control.repeatPublication(first.id, { commit: false });
+		expect(copy.id).toBe(first.id + 1);
+		expect([copy.pack_id, copy.version, copy.committed]).toEqual([first.pack_id, first.version, false]);
+		expect((await list()).json.items.map((r: { id: number }) => r.id)).toEqual([first.id]);
+		await emu().control.commitPublication(copy.id);
+		const items = (await list()).json.items;
+		expect(items.map((r: { id: number }) => r.id)).toEqual([first.id, copy.id]);
+		expect(items[1]).toMatchObject({ pack_id: first.pack_id, version: first.version });
+		expect((await detail(copy.id)).json.manifest).toEqual((await detail(first.id)).json.manifest);
+		expect((await emu().control.repeatPublication(copy.id)).committed).toBe(true);
+		await expect(emu().control.repeatPublication(9999)).rejects.toThrow();
+	});
+
 	test('style codes may repeat across packs; published_at is epoch milliseconds', async () => {
 		const a = await emu().control.publish({ styleCode: 'SAME' });
 		const b = await emu().control.publish({ styleCode: 'SAME' });
