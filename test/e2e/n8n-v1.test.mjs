@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import { chain, emulatorCredential, exampleWorkflows, loadExample, node, startTestEmulator, waitFor, withCredential } from './fixtures.mjs';
+import { chain, emulatorCredential, exampleWorkflows, loadExample, node, startTestEmulator, withCredential } from './fixtures.mjs';
 import {
 	createUserFolder,
 	executeWorkflow,
@@ -23,9 +23,9 @@ import {
 	packPackage,
 	publishWorkflow,
 	readBinary,
-	readExecutions,
 	readStaticData,
 	startN8n,
+	waitForFinishedExecutions,
 } from './n8n.mjs';
 
 const profile = 'v1';
@@ -128,14 +128,7 @@ describe(`n8n ${version} (1.x) on Node ${process.versions.node}`, { skip: proces
 
 	it('runs the trigger: the activation poll emits, the state survives a restart, nothing is emitted twice', async () => {
 		const first = await emulator.control.publish({ packId: 'pk_v1_first' });
-		const emitted = async (count) =>
-			waitFor(
-				async () => {
-					const executions = await readExecutions(userFolder.dir, TRIGGER, { profile });
-					return executions.length >= count && executions;
-				},
-				{ timeoutMs: 60_000, intervalMs: 1000, what: `${count} trigger executions in n8n ${version}` },
-			);
+		const emitted = (count) => waitForFinishedExecutions(userFolder.dir, TRIGGER, count, { profile });
 		const ids = (execution) => execution.nodeOutput('Trigger').map((item) => item.json.id);
 
 		n8n = await startN8n({ userFolder: userFolder.dir, profile });

@@ -311,6 +311,33 @@ export async function readExecutions(userFolder, workflowId, options = {}) {
 	});
 }
 
+/** Statuses after which n8n no longer changes an execution ('new', 'running' and 'waiting' still do). */
+const FINAL_STATUSES = new Set(['success', 'error', 'canceled', 'crashed']);
+
+/** Whether n8n is done with an execution: final status, stop time and run data saved. */
+export const isFinished = (execution) =>
+	FINAL_STATUSES.has(execution.status) && execution.stoppedAt != null && execution.run?.resultData != null;
+
+/**
+ * Waits until the workflow has at least `count` executions and every one of them is finished, then
+ * returns them (as readExecutions). A test that reads an execution n8n is still writing sees an empty
+ * output, so tests wait for this instead of for the first row.
+ */
+export async function waitForFinishedExecutions(userFolder, workflowId, count, { timeoutMs = 150_000, profile } = {}) {
+	const started = Date.now();
+	for (;;) {
+		const executions = await readExecutions(userFolder, workflowId, { profile });
+		if (executions.length >= count && executions.every(isFinished)) return executions;
+		if (Date.now() - started > timeoutMs) {
+			const states = executions.map((e) => `${e.id}:${e.status}${e.stoppedAt == null ? '(not stopped)' : ''}`);
+			throw new Error(
+				`Timed out after ${timeoutMs} ms waiting for ${count} finished executions of ${workflowId}; saw [${states.join(', ')}]`,
+			);
+		}
+		await new Promise((resolve) => setTimeout(resolve, 500));
+	}
+}
+
 /**
  * The bytes of a binary in an execution's output. n8n 2.x keeps binaries on disk ("filesystem-v2":
  * `<user folder>/.n8n/storage/<path from the id>`); inline base64 data is decoded as is.

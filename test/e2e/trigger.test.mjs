@@ -33,6 +33,7 @@ import {
 	readExecutions,
 	readStaticData,
 	startN8n,
+	waitForFinishedExecutions,
 } from './n8n.mjs';
 
 const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
@@ -62,15 +63,7 @@ describe('trigger in a running n8n 2.41.1', () => {
 		return n8n;
 	}
 
-	async function executionsSettled(workflowId, count) {
-		return waitFor(
-			async () => {
-				const executions = await readExecutions(userFolder.dir, workflowId);
-				return executions.length >= count && executions.every((e) => e.status !== 'running' && e.status !== 'new') && executions;
-			},
-			{ timeoutMs: 150_000, intervalMs: 1000, what: `${count} finished executions of ${workflowId}` },
-		);
-	}
+	const executionsSettled = (workflowId, count) => waitForFinishedExecutions(userFolder.dir, workflowId, count);
 
 	before(async () => {
 		emulator = await startTestEmulator();
