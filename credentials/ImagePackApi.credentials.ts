@@ -6,6 +6,8 @@ import type {
 	INodeProperties,
 } from 'n8n-workflow';
 
+const REDIRECT_STATUSES = [301, 302, 303, 307, 308];
+
 /**
  * Base URL + `sk_` API key, sent as `Authorization: Bearer <key>` (trimmed: keys pasted from the
  * developer center often carry a trailing space or newline).
@@ -56,14 +58,23 @@ export class ImagePackApi implements ICredentialType {
 
 	// The cheapest call that proves the URL, the key and one scope: it reads at most one record and
 	// spends no credits. The rules turn the API's status codes into messages that say what to fix.
+	// Redirects are not followed: n8n would re-send the key to wherever one points.
 	test: ICredentialTestRequest = {
 		request: {
 			baseURL: '={{String($credentials.baseUrl).trim().replace(/\\/+$/, "")}}',
 			url: '/api/v1/image-pack-publications',
 			qs: { limit: 1 },
 			method: 'GET',
+			disableFollowRedirect: true,
 		},
 		rules: [
+			...REDIRECT_STATUSES.map((status) => ({
+				type: 'responseCode' as const,
+				properties: {
+					value: status,
+					message: `The Base URL answered with a redirect (${status}); the key is never sent on to another address. Use the address the service itself answers on (check http versus https, the host and the port).`,
+				},
+			})),
 			{
 				type: 'responseCode',
 				properties: {

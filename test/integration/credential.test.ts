@@ -1,6 +1,7 @@
 /** The credential's test, run the way n8n runs it, against the emulator. */
 import { type Emulator, startEmulator } from '../emulator';
 import { runCredentialTest } from '../harness/n8n';
+import { startScriptedServer } from '../harness/scripted-server';
 
 let emulator: Emulator;
 
@@ -57,4 +58,30 @@ it('tells a host that is not the Image Pack API', async () => {
 	});
 	expect(result.status).toBe('Error');
 	expect(result.message).toMatch(/not with the Image Pack API \(404\)/);
+});
+
+describe('redirects: the key never leaves the credential’s origin', () => {
+	it.each([301, 302, 303, 307, 308])(
+		'a %i is reported, not followed, and the other host sees nothing',
+		async (status) => {
+			const api = await startScriptedServer();
+			const elsewhere = await startScriptedServer();
+			try {
+				api.script('GET /api/v1/image-pack-publications', (_request, reply) =>
+					reply
+						.code(status)
+						.header('location', `${elsewhere.url}/api/v1/image-pack-publications?limit=1`)
+						.send(),
+				);
+				const result = await runCredentialTest({ baseUrl: api.url, apiKey: emulator.apiKey });
+				expect(result.status).toBe('Error');
+				expect(result.message).toContain(`answered with a redirect (${status})`);
+				expect(api.seen).toHaveLength(1);
+				expect(elsewhere.seen).toHaveLength(0);
+			} finally {
+				await api.close();
+				await elsewhere.close();
+			}
+		},
+	);
 });

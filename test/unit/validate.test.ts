@@ -371,9 +371,45 @@ describe('validateGenerate: maxCreditsPerItem', () => {
 		expect(failure({ ...request, maxCreditsPerItem: 211 }).message).toContain('212 credits');
 	});
 
-	it.each([0, undefined, -5])('treats %p as no budget', (maxCreditsPerItem) => {
+	it.each([0, undefined, null, ''])('treats %p as no budget', (maxCreditsPerItem) => {
 		const request = { ...base, model: 'gpt-image-2', quality: 'high', n: 4, maxCreditsPerItem };
 		expect(validateGenerate(request).creditsEstimated).toBe(200);
+	});
+
+	it.each([-5, NaN, Infinity, 'lots', {}, [3]])(
+		'refuses %p instead of silently dropping the guard',
+		(maxCreditsPerItem) => {
+			const issue = failure({ maxCreditsPerItem });
+			expect(issue.parameter).toBe('maxCreditsPerItem');
+			expect(issue.message).toContain('Allowed values: numbers from 0 to 1000000');
+		},
+	);
+});
+
+describe('validateGenerate: prompt shape', () => {
+	it.each([
+		[{ text: 'x' }, /must be text, but the expression gave a object/],
+		[['a', 'b'], /must be text, but the expression gave a list/],
+		[true, /must be text, but the expression gave a boolean/],
+		['\u0000\u0000\u0000', /control character U\+0000/],
+		['a shoe\u0007', /control character U\+0007/],
+	])('refuses %p', (prompt, message) => {
+		const issue = failure({ prompt });
+		expect(issue.parameter).toBe('prompt');
+		expect(issue.message).toMatch(message);
+	});
+
+	it('keeps tabs and line breaks, and numbers from expressions', () => {
+		expect(validateGenerate({ ...base, prompt: 'a\tb\nc' }).body.prompt).toBe('a\tb\nc');
+		expect(validateGenerate({ ...base, prompt: 42 }).body.prompt).toBe('42');
+	});
+
+	it('a reference list nested 20,000 deep is a clear error, not a stack overflow', () => {
+		let nested: unknown = 'img_1';
+		for (let depth = 0; depth < 20_000; depth++) nested = [nested];
+		const issue = failure({ referenceImageIds: nested });
+		expect(issue.parameter).toBe('referenceImageIds');
+		expect(issue.message).toMatch(/nested more than 8 levels deep/);
 	});
 });
 

@@ -39,6 +39,11 @@ const MESSAGES: Record<string, string> = {
 	not_found: 'Not found, or it belongs to another account',
 	non_json_response: 'The Image Pack API answered with something that is not JSON',
 	expired_link: 'The signed download link was refused (it may have expired)',
+	unexpected_redirect:
+		'The Image Pack API answered with a redirect, which the node does not follow',
+	bad_redirect: 'The file endpoint redirected somewhere the node does not follow',
+	answer_too_large: 'The Image Pack API answered with more data than an API answer can hold',
+	answer_cut_off: 'The answer of the Image Pack API was cut off before it was complete',
 };
 
 /** The scope each API path needs, as the API document lists them. */
@@ -137,4 +142,38 @@ export function retryAfterSeconds(header: unknown, now = Date.now()): number | u
 export function redact(text: string, secret: string | undefined): string {
 	if (!secret || secret.length < 4) return text;
 	return text.split(secret).join('sk_***');
+}
+
+/**
+ * `redact` applied to every string (keys included) of a JSON-like value, without recursion, so a
+ * hostile answer nested 100,000 levels deep cannot overflow the stack. Returns a copy.
+ */
+export function redactDeep<T>(value: T, secret: string | undefined): T {
+	if (!secret || secret.length < 4) return value;
+	const clean = (text: string) => (text.includes(secret) ? redact(text, secret) : text);
+	if (typeof value === 'string') return clean(value) as T;
+	if (typeof value !== 'object' || value === null) return value;
+	const root: unknown = Array.isArray(value) ? [] : {};
+	const stack: Array<[unknown, Record<string, unknown>]> = [
+		[value, root as Record<string, unknown>],
+	];
+	while (stack.length) {
+		const [source, target] = stack.pop()!;
+		for (const [key, child] of Object.entries(source as Record<string, unknown>)) {
+			let copy: unknown = child;
+			if (typeof child === 'string') copy = clean(child);
+			else if (typeof child === 'object' && child !== null) {
+				copy = Array.isArray(child) ? [] : {};
+				stack.push([child, copy as Record<string, unknown>]);
+			}
+			// defineProperty: a "__proto__" key from JSON stays a plain key, not a prototype.
+			Object.defineProperty(target, clean(key), {
+				value: copy,
+				enumerable: true,
+				writable: true,
+				configurable: true,
+			});
+		}
+	}
+	return root as T;
 }

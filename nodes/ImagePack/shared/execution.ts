@@ -1,6 +1,35 @@
 /** Per-item execution helpers shared by the operations. */
-import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+import type {
+	IDataObject,
+	IExecuteFunctions,
+	INodeExecutionData,
+	INodeProperties,
+} from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
+
+import { BOUNDS, ValidationIssue, numberOption } from './validate';
+
+/** The per-file size cap, one option for every operation that downloads. */
+export const maxFileSizeOption: INodeProperties = {
+	displayName: 'Max File Size (MB)',
+	name: 'maxFileSizeMb',
+	type: 'number',
+	typeOptions: { minValue: 1, maxValue: 1024 },
+	default: 200, // BOUNDS.maxFileSizeMb.fallback; the lint rule wants a literal here
+	description: 'A downloaded file larger than this is stopped and reported as an error',
+};
+
+/** The checked Max File Size of an options collection, in bytes. */
+export function maxFileBytes(options: unknown): number {
+	const value = (options as { maxFileSizeMb?: unknown } | null | undefined)?.maxFileSizeMb;
+	const megabytes = numberOption(
+		'maxFileSizeMb',
+		'Max File Size (MB)',
+		value,
+		BOUNDS.maxFileSizeMb,
+	);
+	return Math.floor(megabytes * 1024 * 1024);
+}
 
 /**
  * Runs `worker` over `inputs` with at most `limit` in flight; results keep the input order. After the
@@ -61,13 +90,24 @@ export function errorItem(error: unknown, itemIndex: number): INodeExecutionData
 	};
 }
 
-/** n8n errors pass through as they are; anything unexpected is wrapped with the item it belongs to. */
+/**
+ * n8n errors pass through as they are; a bad parameter value becomes an error naming the item, the
+ * parameter and the allowed values; anything unexpected is wrapped with the item it belongs to.
+ */
 export function asNodeError(
 	ctx: IExecuteFunctions,
 	error: unknown,
 	itemIndex?: number,
 ): NodeApiError | NodeOperationError {
 	if (error instanceof NodeApiError || error instanceof NodeOperationError) return error;
+	if (error instanceof ValidationIssue && itemIndex !== undefined) {
+		const failure = new NodeOperationError(ctx.getNode(), `Item ${itemIndex}: ${error.message}`, {
+			itemIndex,
+			description: `Parameter "${error.parameter}" of item ${itemIndex}. Nothing was sent and no credits were used.`,
+		});
+		Object.assign(failure.context, { code: 'invalid_parameter', parameter: error.parameter });
+		return failure;
+	}
 	return new NodeOperationError(ctx.getNode(), error as Error, { itemIndex });
 }
 

@@ -23,7 +23,7 @@ import {
 } from './catalog';
 
 export interface GenerateParameters {
-	prompt: string;
+	prompt: unknown;
 	referenceImageIds: unknown;
 	model: string;
 	ratio: string;
@@ -32,7 +32,7 @@ export interface GenerateParameters {
 	n: number | string;
 	purpose: string;
 	sessionId: string;
-	maxCreditsPerItem?: number;
+	maxCreditsPerItem?: unknown;
 }
 
 export interface GenerateBody {
@@ -62,6 +62,20 @@ export class ValidationIssue extends Error {
 	}
 }
 
+/** How deep a reference list may nest (lists of lists, objects with ids). */
+const MAX_REFERENCE_NESTING = 8;
+
+/** The first C0 control character other than tab and line breaks, or DEL: never meant for a prompt. */
+function controlCharacter(text: string): number | undefined {
+	for (let index = 0; index < text.length; index++) {
+		const code = text.charCodeAt(index);
+		if ((code < 0x20 && code !== 0x09 && code !== 0x0a && code !== 0x0d) || code === 0x7f) {
+			return code;
+		}
+	}
+	return undefined;
+}
+
 const list = (values: readonly (string | number)[]) =>
 	values.map((value) => String(value)).join(', ');
 
@@ -71,9 +85,24 @@ const list = (values: readonly (string | number)[]) =>
  */
 export function parseReferenceImageIds(value: unknown): string[] {
 	const ids: string[] = [];
-	const visit = (entry: unknown) => {
-		if (entry === null || entry === undefined || entry === '') return;
-		if (Array.isArray(entry)) return entry.forEach(visit);
+	// Depth-first without recursion, so a list nested 20,000 deep is a clear error, not a stack
+	// overflow; a real list of references is at most a few levels deep.
+	const pending: Array<{ entry: unknown; depth: number }> = [{ entry: value, depth: 0 }];
+	while (pending.length) {
+		const { entry, depth } = pending.pop()!;
+		if (entry === null || entry === undefined || entry === '') continue;
+		if (depth > MAX_REFERENCE_NESTING) {
+			throw new ValidationIssue(
+				'referenceImageIds',
+				`Reference Image IDs are nested more than ${MAX_REFERENCE_NESTING} levels deep. Allowed values: image ids (img_...), a list of them, or the "images" of an earlier Generate`,
+			);
+		}
+		if (Array.isArray(entry)) {
+			for (let index = entry.length - 1; index >= 0; index--) {
+				pending.push({ entry: entry[index] as unknown, depth: depth + 1 });
+			}
+			continue;
+		}
 		if (typeof entry === 'object') {
 			const id =
 				(entry as { id?: unknown; imageId?: unknown }).id ??
@@ -84,24 +113,25 @@ export function parseReferenceImageIds(value: unknown): string[] {
 					'Reference Image IDs must be image ids (img_...) or objects with an "id", such as the "images" of an earlier Generate',
 				);
 			}
-			return visit(id);
+			pending.push({ entry: id, depth: depth + 1 });
+			continue;
 		}
 		const text = String(entry).trim();
 		if (text.startsWith('[')) {
 			try {
-				return visit(JSON.parse(text));
+				pending.push({ entry: JSON.parse(text) as unknown, depth: depth + 1 });
+				continue;
 			} catch {
 				// Not JSON after all: fall through to splitting.
 			}
 		}
 		ids.push(...text.split(/[\s,;]+/).filter(Boolean));
-	};
-	visit(value);
+	}
 	const malformed = ids.find((id) => !/^img_[A-Za-z0-9_-]+$/.test(id));
 	if (malformed) {
 		throw new ValidationIssue(
 			'referenceImageIds',
-			`"${malformed}" is not an image id. Use the images[].id values of an earlier Generate (they start with img_)`,
+			`"${malformed.slice(0, 80)}" is not an image id. Use the images[].id values of an earlier Generate (they start with img_)`,
 		);
 	}
 	return ids;
@@ -124,10 +154,74 @@ function oneOf<T extends string | number>(
 	return match;
 }
 
+/** The prompt as text; an expression may hand over a number, never an object or control bytes. */
+function promptText(value: unknown): string {
+	if (value === undefined || value === null) return '';
+	if (typeof value !== 'string' && typeof value !== 'number') {
+		throw new ValidationIssue(
+			'prompt',
+			`Prompt must be text, but the expression gave ${Array.isArray(value) ? 'a list' : `a ${typeof value}`}. Allowed values: text up to ${MAX_PROMPT_LENGTH} characters`,
+		);
+	}
+	const prompt = String(value).trim();
+	const control = controlCharacter(prompt);
+	if (control !== undefined) {
+		const code = control.toString(16).toUpperCase().padStart(4, '0');
+		throw new ValidationIssue(
+			'prompt',
+			`Prompt contains the control character U+${code}, which is never part of a prompt. Allowed values: text (tabs and line breaks are fine)`,
+		);
+	}
+	return prompt;
+}
+
+/** Bounds of the numeric options, with the defaults that apply when an option is not set. */
+export const BOUNDS = {
+	timeoutSeconds: { min: 1, max: 3600, whole: false, fallback: 330 },
+	maxCreditsPerItem: { min: 0, max: 1_000_000, whole: false, fallback: 0 },
+	concurrency: { min: 1, max: 8, whole: true, fallback: 1 },
+	maxFileSizeMb: { min: 1, max: 1024, whole: false, fallback: 200 },
+} as const;
+
+export interface NumberBounds {
+	min: number;
+	max: number;
+	whole: boolean;
+	fallback: number;
+}
+
+/**
+ * A numeric option: unset (undefined, null, '') means the fallback; anything else must be a number
+ * (or numeric text) within the bounds, or the item fails naming the allowed values.
+ */
+export function numberOption(
+	parameter: string,
+	label: string,
+	value: unknown,
+	bounds: NumberBounds,
+): number {
+	if (value === undefined || value === null || value === '') return bounds.fallback;
+	const number = typeof value === 'number' || typeof value === 'string' ? Number(value) : NaN;
+	const valid =
+		typeof value !== 'string' || value.trim() !== ''
+			? Number.isFinite(number) &&
+				number >= bounds.min &&
+				number <= bounds.max &&
+				(!bounds.whole || Number.isInteger(number))
+			: false;
+	if (!valid) {
+		const kind = bounds.whole ? 'whole numbers' : 'numbers';
+		throw new ValidationIssue(
+			parameter,
+			`${label} "${typeof value === 'object' ? JSON.stringify(value) : String(value)}" is not allowed. Allowed values: ${kind} from ${bounds.min} to ${bounds.max}`,
+		);
+	}
+	return number;
+}
+
 /** Validates one item's Generate parameters; throws a ValidationIssue naming the parameter. */
 export function validateGenerate(parameters: GenerateParameters): ValidatedGenerate {
-	// String(): an expression may hand over a number; the API counts characters (code points), not UTF-16 units.
-	const prompt = String(parameters.prompt ?? '').trim();
+	const prompt = promptText(parameters.prompt);
 	const promptLength = [...prompt].length;
 	const references = parseReferenceImageIds(parameters.referenceImageIds);
 	if (!prompt && references.length === 0) {
@@ -184,7 +278,12 @@ export function validateGenerate(parameters: GenerateParameters): ValidatedGener
 		);
 	}
 	const creditsEstimated = estimateCredits(modelId, ratio, query, n) ?? 0;
-	const budget = parameters.maxCreditsPerItem ?? 0;
+	const budget = numberOption(
+		'maxCreditsPerItem',
+		'Max Credits per Item',
+		parameters.maxCreditsPerItem,
+		BOUNDS.maxCreditsPerItem,
+	);
 	if (budget > 0 && creditsEstimated > budget) {
 		throw new ValidationIssue(
 			'maxCreditsPerItem',

@@ -1,7 +1,7 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { eachItem } from '../../shared/execution';
+import { eachItem, maxFileBytes, maxFileSizeOption } from '../../shared/execution';
 import { downloadBinary, getConnection } from '../../shared/transport';
 
 const show = { resource: ['file'], operation: ['download'] };
@@ -27,6 +27,15 @@ export const description: INodeProperties[] = [
 		hint: 'The name of the output binary field to put the file in',
 		displayOptions: { show },
 	},
+	{
+		displayName: 'Options',
+		name: 'options',
+		type: 'collection',
+		placeholder: 'Add Option',
+		default: {},
+		displayOptions: { show },
+		options: [maxFileSizeOption],
+	},
 ];
 
 export async function execute(
@@ -51,7 +60,9 @@ export async function execute(
 				{ itemIndex },
 			);
 		}
-		const binary = await downloadBinary(this, fileUrl, itemIndex, connection);
+		const binary = await downloadBinary(this, fileUrl, itemIndex, connection, undefined, {
+			maxBytes: maxFileBytes(this.getNodeParameter('options', itemIndex, {})),
+		});
 		return [
 			{
 				json: {

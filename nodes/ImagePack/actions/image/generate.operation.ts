@@ -19,7 +19,12 @@ import {
 	QUALITIES,
 	describePrice,
 } from '../../shared/catalog';
-import { asNodeError, errorItem, mapWithConcurrency } from '../../shared/execution';
+import {
+	asNodeError,
+	errorItem,
+	mapWithConcurrency,
+	maxFileSizeOption,
+} from '../../shared/execution';
 import {
 	type ApiResponse,
 	type Connection,
@@ -28,7 +33,13 @@ import {
 	downloadBinary,
 	getConnection,
 } from '../../shared/transport';
-import { type ValidatedGenerate, ValidationIssue, validateGenerate } from '../../shared/validate';
+import {
+	BOUNDS,
+	type ValidatedGenerate,
+	ValidationIssue,
+	numberOption,
+	validateGenerate,
+} from '../../shared/validate';
 import { CreditCapReached, ExecutionLedger, creditBudget, runsAsTool } from '../../shared/tool';
 
 const show = { resource: ['image'], operation: ['generate'] };
@@ -204,6 +215,11 @@ export const description: INodeProperties[] = [
 					'Refuse to send an item whose estimated credits exceed this (0 = no limit). For Auto the estimate is the highest price Auto may pick.',
 			},
 			{
+				...maxFileSizeOption,
+				description:
+					'A downloaded image larger than this is stopped and reported in download_errors (the generation stays in the output)',
+			},
+			{
 				displayName: 'One Item per Image',
 				name: 'splitImages',
 				type: 'boolean',
@@ -215,10 +231,10 @@ export const description: INodeProperties[] = [
 				displayName: 'Timeout (Seconds)',
 				name: 'timeoutSeconds',
 				type: 'number',
-				typeOptions: { minValue: 10 },
+				typeOptions: { minValue: 1, maxValue: 3600 },
 				default: 330, // GENERATE_TIMEOUT_MS in seconds; the lint rule wants a literal here
 				description:
-					'How long to wait for a generation. The service may take up to 5 minutes, so keep this above 300.',
+					'How long one generation may take in total, the answer included (1 to 3600). The service may take up to 5 minutes, so keep this above 300.',
 			},
 		],
 	},
@@ -230,8 +246,60 @@ interface GenerateOptions {
 	downloadImages?: boolean;
 	maxCreditsPerItem?: number;
 	maxCreditsPerExecution?: number;
+	maxFileSizeMb?: number;
 	splitImages?: boolean;
 	timeoutSeconds?: number;
+}
+
+const LANGUAGES = ['en', 'zh-CN'];
+
+/** The options of one item, checked: every bad value fails before anything is sent. */
+function checkedOptions(raw: unknown): GenerateOptions {
+	const options = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
+	const language = options.acceptLanguage ?? 'en';
+	if (!LANGUAGES.includes(String(language))) {
+		throw new ValidationIssue(
+			'acceptLanguage',
+			`Accept Language "${String(language)}" is not allowed. Allowed values: ${LANGUAGES.join(', ')}`,
+		);
+	}
+	return {
+		acceptLanguage: String(language),
+		concurrency: numberOption(
+			'concurrency',
+			'Concurrency',
+			options.concurrency,
+			BOUNDS.concurrency,
+		),
+		// Unset stays unset: the default depends on whether the node runs as an agent's tool.
+		downloadImages:
+			options.downloadImages === undefined ? undefined : Boolean(options.downloadImages),
+		maxCreditsPerItem: numberOption(
+			'maxCreditsPerItem',
+			'Max Credits per Item',
+			options.maxCreditsPerItem,
+			BOUNDS.maxCreditsPerItem,
+		),
+		maxCreditsPerExecution: numberOption(
+			'maxCreditsPerExecution',
+			'Max Credits per Execution',
+			options.maxCreditsPerExecution,
+			BOUNDS.maxCreditsPerItem,
+		),
+		maxFileSizeMb: numberOption(
+			'maxFileSizeMb',
+			'Max File Size (MB)',
+			options.maxFileSizeMb,
+			BOUNDS.maxFileSizeMb,
+		),
+		splitImages: Boolean(options.splitImages),
+		timeoutSeconds: numberOption(
+			'timeoutSeconds',
+			'Timeout (Seconds)',
+			options.timeoutSeconds,
+			BOUNDS.timeoutSeconds,
+		),
+	};
 }
 
 interface GeneratedImage {
@@ -257,10 +325,10 @@ function planItem(
 	ctx: IExecuteFunctions,
 	itemIndex: number,
 ): { request: ValidatedGenerate; options: GenerateOptions } {
-	const options = ctx.getNodeParameter('options', itemIndex, {}) as GenerateOptions;
 	try {
+		const options = checkedOptions(ctx.getNodeParameter('options', itemIndex, {}));
 		const request = validateGenerate({
-			prompt: ctx.getNodeParameter('prompt', itemIndex, '') as string,
+			prompt: ctx.getNodeParameter('prompt', itemIndex, '') as unknown,
 			referenceImageIds: ctx.getNodeParameter('referenceImageIds', itemIndex, '') as unknown,
 			model: ctx.getNodeParameter('model', itemIndex, AUTO_MODEL) as string,
 			ratio: ctx.getNodeParameter('ratio', itemIndex, DEFAULT_RATIO) as string,
@@ -273,13 +341,7 @@ function planItem(
 		});
 		return { request, options };
 	} catch (error) {
-		if (!(error instanceof ValidationIssue)) throw asNodeError(ctx, error, itemIndex);
-		const failure = new NodeOperationError(ctx.getNode(), `Item ${itemIndex}: ${error.message}`, {
-			itemIndex,
-			description: `Parameter "${error.parameter}" of item ${itemIndex}. Nothing was sent and no credits were used.`,
-		});
-		Object.assign(failure.context, { code: 'invalid_parameter', parameter: error.parameter });
-		throw failure;
+		throw asNodeError(ctx, error, itemIndex);
 	}
 }
 
@@ -315,6 +377,57 @@ function reserveCredits(
 	}
 }
 
+/** What a 2xx generate answer holds that the node can use, and what was wrong with the rest. */
+interface ReadAnswer {
+	images: GeneratedImage[];
+	warnings: IDataObject[];
+	/** Plain-English notes about an answer that does not have the documented shape. */
+	problems: string[];
+}
+
+function isObject(value: unknown): value is IDataObject {
+	return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Reads the images and warnings of a paid answer whatever its shape: entries that are no image or
+ * no warning are skipped with a note instead of failing the item, and no more images are used than
+ * were requested (a 10,000-entry list for n = 1 does not start 10,000 downloads).
+ */
+export function readAnswer(body: IDataObject, requested: number): ReadAnswer {
+	const problems: string[] = [];
+	const images: GeneratedImage[] = [];
+	if (!Array.isArray(body.images)) {
+		problems.push('the answer has no images list');
+	} else {
+		body.images.forEach((image: unknown, index) => {
+			if (isObject(image) && typeof image.url === 'string' && image.url) {
+				images.push(image as unknown as GeneratedImage);
+			} else if (problems.length < 10) {
+				problems.push(
+					`images[${index}] is not an image with a url (${JSON.stringify(image)?.slice(0, 60)})`,
+				);
+			}
+		});
+		if (images.length > requested) {
+			problems.push(
+				`the answer lists ${images.length} images for ${requested} requested; only the first ${requested} are used`,
+			);
+			images.length = requested;
+		}
+	}
+	const warnings: IDataObject[] = [];
+	if (body.warnings !== undefined && !Array.isArray(body.warnings)) {
+		problems.push('the warnings field is not a list');
+	} else {
+		for (const warning of (body.warnings as unknown[] | undefined) ?? []) {
+			if (isObject(warning)) warnings.push(warning);
+			else problems.push(`a warning is not an object (${JSON.stringify(warning)?.slice(0, 60)})`);
+		}
+	}
+	return { images, warnings, problems };
+}
+
 async function generateOne(
 	ctx: IExecuteFunctions,
 	itemIndex: number,
@@ -338,6 +451,8 @@ async function generateOne(
 				timeoutMs: (options.timeoutSeconds ?? GENERATE_TIMEOUT_MS / 1000) * 1000,
 				itemIndex,
 				uncertainOutcomeHint: hint,
+				// After a 2xx the generation ran and was paid for: keep whatever came back.
+				tolerateUnreadable: true,
 			},
 			connection,
 		);
@@ -351,28 +466,42 @@ async function generateOne(
 	}
 	const charged = Number(response.body.credits_charged);
 	ledger.settle(estimate, Number.isFinite(charged) ? charged : estimate);
+	const answer = response.unreadable
+		? { images: [], warnings: [], problems: [response.unreadable] }
+		: readAnswer(response.body, request.body.n);
 	const result: IDataObject = {
 		...response.body,
 		request_id: response.requestId ?? null,
 		credits_estimated: estimate,
 	};
 	if (cap > 0) result.credit_budget = creditBudget(cap, ledger.spent);
-	const images = Array.isArray(response.body.images) ? response.body.images : [];
-	const warnings = Array.isArray(response.body.warnings) ? response.body.warnings : [];
-	if (warnings.length && typeof ctx.addExecutionHints === 'function') {
-		ctx.addExecutionHints(
-			...warnings.map((warning) => ({
-				message: `Item ${itemIndex}: ${String(warning.type)} ${String(warning.feature)}: ${String(warning.details ?? '')}`,
-				location: 'outputPane' as const,
-			})),
+	const hints = answer.warnings.map(
+		(warning) =>
+			`Item ${itemIndex}: ${String(warning.type)} ${String(warning.feature)}: ${String(warning.details ?? '')}`,
+	);
+	if (answer.problems.length) {
+		// The service said 2xx, so the credits are gone: the item stays, with what went wrong.
+		result.answer_problems = answer.problems;
+		result.session_id ??= request.body.session_id ?? null;
+		hints.push(
+			`Item ${itemIndex}: the generation answer was not as documented (${answer.problems.join('; ')}). ${hint}`,
 		);
 	}
+	if (hints.length && typeof ctx.addExecutionHints === 'function') {
+		ctx.addExecutionHints(
+			...hints.map((message) => ({ message, location: 'outputPane' as const })),
+		);
+	}
+	const images = answer.images;
 
 	// The images are paid for: a failed download is reported on the item, never thrown.
 	const binaries: Array<IBinaryData | undefined> = [];
 	const downloadErrors: IDataObject[] = [];
 	// An agent sees JSON only: as a tool, images are downloaded only when the user asks for it.
 	if (options.downloadImages ?? !asTool) {
+		const bounds = {
+			maxBytes: (options.maxFileSizeMb ?? BOUNDS.maxFileSizeMb.fallback) * 1024 * 1024,
+		};
 		for (const [index, image] of images.entries()) {
 			try {
 				binaries[index] = await downloadBinary(
@@ -380,7 +509,8 @@ async function generateOne(
 					image.url,
 					itemIndex,
 					connection,
-					image.filename,
+					typeof image.filename === 'string' ? image.filename : undefined,
+					bounds,
 				);
 			} catch (error) {
 				downloadErrors.push({ index, url: image.url, error: (error as Error).message });
@@ -430,10 +560,8 @@ export async function execute(
 			return { ok: false, error: error as Error };
 		}
 	});
-	const requested = Number(
-		(this.getNodeParameter('options', 0, {}) as GenerateOptions).concurrency ?? 1,
-	);
-	const concurrency = Math.min(MAX_CONCURRENCY, Math.max(1, Math.floor(requested) || 1));
+	const first = plans.find((plan) => plan.ok);
+	const concurrency = Math.min(MAX_CONCURRENCY, (first?.ok && first.options.concurrency) || 1);
 
 	const charged: string[] = [];
 	try {

@@ -7,9 +7,15 @@ import type {
 } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { eachItem } from '../../shared/execution';
+import { eachItem, maxFileBytes, maxFileSizeOption } from '../../shared/execution';
 import { normalizeManifest } from '../../shared/manifest';
-import { type Connection, apiRequest, downloadBinary, getConnection } from '../../shared/transport';
+import {
+	type Connection,
+	type DownloadLimits,
+	apiRequest,
+	downloadBinary,
+	getConnection,
+} from '../../shared/transport';
 
 const show = { resource: ['publication'], operation: ['get'] };
 
@@ -77,6 +83,7 @@ export const description: INodeProperties[] = [
 				description:
 					'Whether to attach every downloadable image of the manifest as binary data (image_0, image_1, … in manifest order). Images the seller deleted are listed, never fetched.',
 			},
+			maxFileSizeOption,
 		],
 	},
 ];
@@ -105,6 +112,7 @@ export async function fetchPublication(
 	itemIndex: number,
 	downloadImages: boolean,
 	connection: Connection,
+	bounds: DownloadLimits = {},
 ): Promise<INodeExecutionData> {
 	const { body } = await apiRequest<IDataObject>(
 		ctx,
@@ -121,7 +129,14 @@ export async function fetchPublication(
 		for (const image of images) {
 			if (!image.download_url) continue;
 			const key = `image_${Object.keys(binary).length}`;
-			binary[key] = await downloadBinary(ctx, image.download_url, itemIndex, connection);
+			binary[key] = await downloadBinary(
+				ctx,
+				image.download_url,
+				itemIndex,
+				connection,
+				undefined,
+				bounds,
+			);
 			image.binaryProperty = key;
 		}
 	}
@@ -139,9 +154,14 @@ export async function execute(
 	const connection = await getConnection(this);
 	return await eachItem(this, items, async (itemIndex) => {
 		const id = publicationIdOf(this, itemIndex);
-		const { downloadImages = false } = this.getNodeParameter('options', itemIndex, {}) as {
+		const options = this.getNodeParameter('options', itemIndex, {}) as {
 			downloadImages?: boolean;
 		};
-		return [await fetchPublication(this, id, itemIndex, downloadImages, connection)];
+		const maxBytes = maxFileBytes(options);
+		return [
+			await fetchPublication(this, id, itemIndex, Boolean(options.downloadImages), connection, {
+				maxBytes,
+			}),
+		];
 	});
 }
