@@ -181,6 +181,8 @@ export interface RunNodeOptions {
 	credentials?: HarnessCredentials;
 	continueOnFail?: boolean;
 	mode?: WorkflowExecuteMode;
+	/** n8n's execution cancel signal, as the editor's Stop or the REST API fire it. */
+	abortSignal?: AbortSignal;
 	/**
 	 * Run as the AI-tool variant (`imagePackTool`), as AI Agent 3.x runs a tool call: an ordinary
 	 * ExecuteContext whose input item carries the model's arguments and `toolCallId`.
@@ -234,6 +236,7 @@ export async function runNode(options: RunNodeOptions): Promise<INodeExecutionDa
 		{ main: [items] },
 		{ node, data: { main: [items] }, source: null },
 		[],
+		options.abortSignal,
 	);
 	const result = await options.nodeType.execute!.call(context);
 	return result as INodeExecutionData[][];
@@ -317,7 +320,10 @@ export async function runListSearch(options: {
 }): Promise<INodeListSearchResult> {
 	const node = makeNode(options.nodeType, options.parameters, {});
 	const workflow = inactiveWorkflow(options.nodeType, node);
-	const data = { ...additionalData(options.credentials), currentNodeParameters: options.parameters };
+	const data = {
+		...additionalData(options.credentials),
+		currentNodeParameters: options.parameters,
+	};
 	const context = new LoadOptionsContext(workflow, node, data, 'parameters.publicationId');
 	const method = options.nodeType.methods?.listSearch?.[options.method];
 	if (!method) throw new Error(`No listSearch method ${options.method}`);

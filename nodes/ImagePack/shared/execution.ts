@@ -7,7 +7,23 @@ import type {
 } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
+import { executionCancelSignal } from './transport';
 import { BOUNDS, ValidationIssue, numberOption } from './validate';
+
+/**
+ * Throws once the user stopped the execution (the editor's Stop, the REST API): no further item
+ * starts. Continue On Fail does not apply, since there is nobody left to continue for.
+ */
+export function throwIfStopped(ctx: IExecuteFunctions, itemIndex: number): void {
+	if (!executionCancelSignal(ctx)?.aborted) return;
+	const error = new NodeOperationError(
+		ctx.getNode(),
+		`The execution was stopped: item ${itemIndex} and the items after it were not started`,
+		{ itemIndex, description: 'Nothing was sent for these items.' },
+	);
+	Object.assign(error.context, { code: 'cancelled' });
+	throw error;
+}
 
 /** The per-file size cap, one option for every operation that downloads. */
 export const maxFileSizeOption: INodeProperties = {
@@ -122,6 +138,7 @@ export async function eachItem(
 ): Promise<INodeExecutionData[]> {
 	const output: INodeExecutionData[] = [];
 	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
+		throwIfStopped(ctx, itemIndex);
 		try {
 			output.push(...(await work(itemIndex)));
 		} catch (error) {

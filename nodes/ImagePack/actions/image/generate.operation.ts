@@ -24,6 +24,7 @@ import {
 	errorItem,
 	mapWithConcurrency,
 	maxFileSizeOption,
+	throwIfStopped,
 } from '../../shared/execution';
 import {
 	type ApiResponse,
@@ -567,6 +568,7 @@ export async function execute(
 	try {
 		const outputs = await mapWithConcurrency(plans, concurrency, async (plan, itemIndex) => {
 			if (!plan.ok) return [errorItem(plan.error, itemIndex)];
+			throwIfStopped(this, itemIndex);
 			try {
 				const output = await generateOne(this, itemIndex, plan, connection, run);
 				charged.push(String(output[0]?.json.turn_id ?? ''));

@@ -66,6 +66,30 @@ function wholeNumber(
 	return number;
 }
 
+/** Return All reads at most this many records; beyond it, page with Since ID. */
+export const MAX_RETURN_ALL_RECORDS = 100_000;
+/** …and at most this many pages, however short the server makes them. */
+export const MAX_RETURN_ALL_PAGES = 1_000;
+
+function serverFault(ctx: IExecuteFunctions, itemIndex: number, what: string): NodeOperationError {
+	const error = new NodeOperationError(
+		ctx.getNode(),
+		`Item ${itemIndex}: the Image Pack API's publication list ${what}; reading stopped`,
+		{
+			itemIndex,
+			description:
+				'This is a fault of the server (or of something in front of it), not of the workflow. Nothing was changed.',
+		},
+	);
+	Object.assign(error.context, { code: 'server_fault' });
+	return error;
+}
+
+/**
+ * Reads records after `sinceId`: one page of `limit`, or with Return All every page, bounded by
+ * `MAX_RETURN_ALL_RECORDS`. Records come out by ascending id, each id once, whatever order the
+ * server used; a server that does not advance (ignores since_id, repeats a cursor) is an error.
+ */
 async function listRecords(
 	ctx: IExecuteFunctions,
 	itemIndex: number,
@@ -73,13 +97,14 @@ async function listRecords(
 	limit: number | undefined,
 	connection: Connection,
 ): Promise<IDataObject[]> {
-	const records: IDataObject[] = [];
+	const byId = new Map<number, IDataObject>();
 	let cursor = sinceId;
+	let pages = 0;
 	// Within one call the pages follow next_since_id directly: re-reading the overlap only matters
 	// across calls, and the trigger does that.
 	for (;;) {
 		const pageSize =
-			limit === undefined ? MAX_PAGE_SIZE : Math.min(MAX_PAGE_SIZE, limit - records.length);
+			limit === undefined ? MAX_PAGE_SIZE : Math.min(MAX_PAGE_SIZE, limit - byId.size);
 		const { body } = await apiRequest<ListPage>(
 			ctx,
 			{
@@ -90,13 +115,36 @@ async function listRecords(
 			},
 			connection,
 		);
-		const items = Array.isArray(body.items) ? body.items : [];
-		records.push(...items);
+		const items = Array.isArray(body.items) ? body.items.slice(0, pageSize) : [];
+		let highest = cursor;
+		for (const record of items) {
+			const id = Number((record as IDataObject | null)?.id);
+			if (!Number.isSafeInteger(id) || id <= cursor) {
+				throw serverFault(
+					ctx,
+					itemIndex,
+					`returned a record with id ${JSON.stringify((record as IDataObject | null)?.id)} for since_id=${cursor} (ids must be whole numbers above since_id)`,
+				);
+			}
+			if (!byId.has(id)) byId.set(id, record);
+			highest = Math.max(highest, id);
+		}
+		if (limit !== undefined || items.length === 0) break;
 		const next = Number(body.next_since_id);
-		if (items.length === 0 || !(next > cursor) || limit !== undefined) break;
+		if (!Number.isSafeInteger(next) || next <= cursor) break;
+		if (byId.size >= MAX_RETURN_ALL_RECORDS || ++pages >= MAX_RETURN_ALL_PAGES) {
+			throw new NodeOperationError(
+				ctx.getNode(),
+				`Item ${itemIndex}: Return All stops at ${MAX_RETURN_ALL_RECORDS} publications or ${MAX_RETURN_ALL_PAGES} pages, and there are more`,
+				{
+					itemIndex,
+					description: `Read in parts: turn off Return All and set Since ID to the last id of the previous part (${highest} after this part), or use the Image Pack Trigger.`,
+				},
+			);
+		}
 		cursor = next;
 	}
-	return records;
+	return [...byId.entries()].sort(([a], [b]) => a - b).map(([, record]) => record);
 }
 
 export async function execute(
