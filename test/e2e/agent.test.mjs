@@ -14,19 +14,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
-import { chatAsManualRun, emulatorCredential, loadExample, startTestEmulator, withCredential, withModelCredential } from './fixtures.mjs';
+import { GENERATE, LOOKUP, agentExample, answer, assertErrorTexts, errorsScenario, lastResult, modelCredential, newImage } from './agent-scenarios.mjs';
+import { emulatorCredential, startTestEmulator } from './fixtures.mjs';
 import { createUserFolder, executeWorkflow, importCredential, importWorkflow, packPackage } from './n8n.mjs';
 import { startScriptedModel } from './scripted-model.mjs';
 
-const GENERATE = 'Generate_product_images';
-const LOOKUP = 'Look_up_a_publication';
 const MISSING_PUBLICATION = 999_999;
-
-/** The tool result a model read: n8n sends the JSON of the output items, one object here. */
-const lastResult = (results) => results.at(-1)?.json?.[0];
-const newImage = (prompt) => ({ name: GENERATE, args: { prompt, ratio: '1:1', referenceImageIds: '', sessionId: '' } });
-/** A final answer quoting what the tool returned, as a model would. */
-const answer = (results) => ({ answer: `Tool results: ${results.map((result) => result.output).join(' | ')}` });
 
 describe('AI Agent tool in n8n 2.41.1 (scripted model, emulator)', () => {
 	let emulator;
@@ -52,12 +45,7 @@ describe('AI Agent tool in n8n 2.41.1 (scripted model, emulator)', () => {
 			const args = { prompt: `The same vase, variant ${results.length}`, ratio: '1:1', referenceImageIds: last.images[0].id, sessionId: last.session_id };
 			return { call: { name: GENERATE, args } };
 		},
-		// A ratio the tool refuses before sending, then a valid call the account cannot pay for.
-		errors: ({ results }) => {
-			if (results.length === 0) return { call: { name: GENERATE, args: { ...newImage('A vase').args, ratio: '2:1' } } };
-			if (results.length === 1) return { call: newImage('A green ceramic vase') };
-			return answer(results);
-		},
+		errors: errorsScenario,
 	};
 
 	const runs = {
@@ -73,19 +61,8 @@ describe('AI Agent tool in n8n 2.41.1 (scripted model, emulator)', () => {
 		model = await startScriptedModel({ scenarios });
 		userFolder = await createUserFolder({ tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()) });
 		const credential = emulatorCredential(emulator);
-		const modelCredential = { id: 'openAiScripted01', name: 'Scripted model', type: 'openAiApi', data: { apiKey: 'sk-scripted-model', url: model.baseUrl } };
-		await importCredential(userFolder.dir, [credential, modelCredential]);
-		const example = withModelCredential(withCredential(loadExample('ai-agent-tool.json'), credential), modelCredential);
-		const workflows = Object.entries(runs).map(([name, run]) => {
-			const workflow = chatAsManualRun(example, {
-				id: run.id,
-				name: `e2e: AI agent ${name}`,
-				chatInput: `Make me a product photo of a green ceramic vase [scenario:${run.scenario ?? name}]`,
-				agentVersion: run.agentVersion,
-			});
-			if (run.modelVersion) workflow.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.lmChatOpenAi').typeVersion = run.modelVersion;
-			return workflow;
-		});
+		await importCredential(userFolder.dir, [credential, modelCredential(model)]);
+		const workflows = Object.entries(runs).map(([name, run]) => agentExample({ ...run, scenario: run.scenario ?? name, credential, model }));
 		await importWorkflow(userFolder.dir, workflows);
 	});
 
@@ -109,7 +86,7 @@ describe('AI Agent tool in n8n 2.41.1 (scripted model, emulator)', () => {
 			requests,
 			results: requests.at(-1)?.results ?? [],
 			generations: await emulator.control.requests({ route: 'generate' }),
-			result,
+			emulator,
 		};
 	}
 
@@ -163,20 +140,6 @@ describe('AI Agent tool in n8n 2.41.1 (scripted model, emulator)', () => {
 		assert.equal((await emulator.control.getAccount(emulator.accountId)).credits, 1_000_000 - 60);
 		assert.match(answer, /credit_cap_reached/);
 	});
-
-	const assertErrorTexts = async ({ results, generations }) => {
-		assert.equal(results.length, 2);
-		const [invalid, unpaid] = results.map((result) => result.json[0]);
-		assert.match(invalid.error, /^Image generation failed: Ratio "2:1" is not allowed for nano-banana-2\. Allowed values: 1:1, 3:4, 4:5, 16:9, 9:16\. Error code: invalid_parameter\. Nothing was sent and no credits were used\. Correct that argument/);
-		assert.equal(generations.length, 1, 'the invalid call never reached the service');
-		assert.equal(unpaid.code, 'insufficient_credits');
-		assert.equal(unpaid.charged, 'not_charged');
-		assert.match(unpaid.error, /^Image generation failed: Not enough credits for this generation: top up the account .*Error code: insufficient_credits, HTTP 402\. The service refused or refunded the request: no credits were charged\./);
-		assert.ok(unpaid.error.includes(`Request id: ${generations[0].requestId}.`), 'the request id of the refused call');
-		assert.match(unpaid.error, /Do not retry: tell the user to top up/);
-		assert.doesNotMatch(JSON.stringify(results), /sk_/, 'never the key');
-		assert.equal((await emulator.control.getAccount(emulator.accountId)).credits, 5);
-	};
 
 	it('AI Agent 3: a validation error and a 402 reach the model as actionable text', async () => {
 		const played = await play('errors', () => emulator.control.setCredits(emulator.accountId, 5));

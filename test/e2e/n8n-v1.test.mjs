@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
+import { GENERATE, agentExample, assertErrorTexts, errorsScenario, modelCredential } from './agent-scenarios.mjs';
 import { chain, emulatorCredential, exampleWorkflows, loadExample, node, startTestEmulator, withCredential } from './fixtures.mjs';
 import {
 	createUserFolder,
@@ -27,22 +28,26 @@ import {
 	startN8n,
 	waitForFinishedExecutions,
 } from './n8n.mjs';
+import { startScriptedModel } from './scripted-model.mjs';
 
 const profile = 'v1';
 const { n8n: version } = installPaths(profile).profile;
 const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
 const TRIGGER = 'e2eV1Trigger0001';
+const AGENT = 'e2eV1AgentError1';
 
 describe(`n8n ${version} (1.x) on Node ${process.versions.node}`, { skip: process.env.E2E_SKIP_N8N_V1 === '1' && 'E2E_SKIP_N8N_V1=1' }, () => {
 	let emulator;
 	let userFolder;
 	let n8n;
+	let model;
 
 	before(async () => {
 		emulator = await startTestEmulator();
+		model = await startScriptedModel({ scenarios: { errors: errorsScenario } });
 		userFolder = await createUserFolder({ tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()) });
 		const credential = emulatorCredential(emulator);
-		await importCredential(userFolder.dir, credential, { profile });
+		await importCredential(userFolder.dir, [credential, modelCredential(model)], { profile });
 		await importWorkflow(
 			userFolder.dir,
 			[
@@ -58,6 +63,7 @@ describe(`n8n ${version} (1.x) on Node ${process.versions.node}`, { skip: proces
 					}),
 				]),
 				loadExample('scheduled-batch-generation.json'),
+				agentExample({ id: AGENT, scenario: 'errors', credential, model }),
 				{
 					id: TRIGGER,
 					name: 'e2e (1.x): trigger from the beginning',
@@ -79,6 +85,7 @@ describe(`n8n ${version} (1.x) on Node ${process.versions.node}`, { skip: proces
 
 	after(async () => {
 		await n8n?.stop();
+		await model?.close();
 		await emulator?.close();
 		userFolder?.cleanup();
 	});
@@ -145,5 +152,18 @@ describe(`n8n ${version} (1.x) on Node ${process.versions.node}`, { skip: proces
 		await n8n.stop();
 		n8n = null;
 		assert.deepEqual(executions.map(ids), [[first.id], [second.id]]);
+	});
+
+	it('the AI agent example (AI Agent 3): the model gets the tool description, and a validation error and a 402 as actionable text', async () => {
+		const { TOOL_DESCRIPTIONS } = await import('../../nodes/ImagePack/shared/tool.ts');
+		await emulator.control.clearRequests();
+		await emulator.control.setCredits(emulator.accountId, 5);
+		const result = await executeWorkflow(userFolder.dir, AGENT, { profile });
+		assert.ok(result.ok, result.stdout + result.stderr);
+		const requests = model.forScenario('errors');
+		assert.equal(requests[0].tools.find((tool) => tool.name === GENERATE).description, TOOL_DESCRIPTIONS.generate);
+		const generations = await emulator.control.requests({ route: 'generate' });
+		await assertErrorTexts({ results: requests.at(-1).results, generations, emulator });
+		assert.match(result.nodeOutput('AI Agent')[0].json.output, /insufficient_credits/);
 	});
 });

@@ -245,7 +245,14 @@ export class ExecutionLedger {
 	private readonly context: IDataObject;
 
 	constructor(ctx: IExecuteFunctions) {
-		this.context = ctx.getContext('flow') as IDataObject;
+		let context: IDataObject;
+		try {
+			context = ctx.getContext('flow') as IDataObject;
+		} catch {
+			// A context without execution data (none seen in n8n itself): the cap then holds for this node run.
+			context = {};
+		}
+		this.context = context;
 	}
 
 	get spent(): number {
