@@ -6,6 +6,7 @@
 import type { IDataObject, INodeExecutionData, INodeParameters } from 'n8n-workflow';
 
 import { ImagePackTrigger, MAX_PAGES_PER_POLL } from '../../nodes/ImagePack/ImagePackTrigger.node';
+import { hash53 } from '../../nodes/ImagePack/shared/cursor';
 import { retryPolicy } from '../../nodes/ImagePack/shared/transport';
 import { startEmulator, type Emulator, type PublicationView } from '../emulator';
 import {
@@ -318,6 +319,34 @@ describe('overlap, restarts, parameters', () => {
 		expect(outcomes.filter((o) => o.kind === 'emitted')).toHaveLength(1);
 		await poller.tick();
 		expect(emittedIds(poller.executions)).toEqual(Array.from({ length: 31 }, (_, i) => i + 1));
+	});
+
+	it('a state saved by the previous release (version 1) continues: nothing lost, nothing again', async () => {
+		const long = `pk_${'x'.repeat(30)}`; // its version 1 key was stored as a hash
+		for (let id = 1; id <= 118; id++) await publish(undefined, id === 100 ? long : undefined);
+		const late = await publish(undefined, undefined, false);
+		await publish();
+		// What e7dcad1's trigger saved after delivering 1..118 and 120 (window above 120 - 50).
+		const seen: Record<string, number> = {};
+		for (let id = 71; id <= 120; id++) {
+			if (id === late.id) continue;
+			const { pack_id, version } = await emu.control.getPublication(id);
+			const key = `${pack_id}@${version}`;
+			seen[key.length <= 24 ? key : `#${hash53(key)}`] = id;
+		}
+		const queryKey = `beginning|${hash53(emu.baseUrl.toLowerCase())}`;
+		const v1 = { v: 1, queryKey, start: 70, cursor: 120, overlap: 50, seen, rev: 4 };
+		const poller = host(
+			{ startFrom: 'beginning', includeManifest: false },
+			{ stored: JSON.stringify({ 'node:Image Pack Trigger': v1 }) },
+		);
+		await emu.control.commitPublication(late.id);
+		await emu.control.repeatPublication(100); // the long-keyed publication listed again
+		const next = await publish();
+		await poller.activate();
+		await poller.tick();
+		expect(emittedIds(poller.executions)).toEqual([late.id, next.id]);
+		expect(JSON.parse(poller.stored)['node:Image Pack Trigger']).toMatchObject({ v: 2 });
 	});
 
 	it('changes made by polls that returned null are not stored; a restart re-reads and dedupes', async () => {
