@@ -26,15 +26,30 @@ function emulator() {
  * workflows executed against the emulator; n8n 1.x too unless E2E_SKIP_N8N_V1=1.
  * `npm run test:e2e -- --test-name-pattern=generate` filters.
  */
-async function e2e() {
+function e2e() {
+	return runE2e((name) => name.endsWith('.test.mjs'));
+}
+
+/**
+ * Queue mode alone (test/e2e/queue.test.mjs): n8n 2.41.1 main + two workers, PostgreSQL and Redis
+ * (installed with apt-get when missing and running as root). Needs only n8n 2.x.
+ */
+function queue() {
+	return runE2e((name) => name === 'queue.test.mjs', { E2E_SKIP_N8N_V1: '1' });
+}
+
+async function runE2e(wanted, prepareEnv = {}) {
 	const dir = path.join('test', 'e2e');
 	// Install n8n (first run only) and build + pack once, with plain progress output, then the suites.
-	const tarball = execFileSync(process.execPath, [path.join(dir, 'prepare.mjs')], { stdio: ['ignore', 'pipe', 'inherit'] })
+	const tarball = execFileSync(process.execPath, [path.join(dir, 'prepare.mjs')], {
+		stdio: ['ignore', 'pipe', 'inherit'],
+		env: { ...process.env, ...prepareEnv },
+	})
 		.toString()
 		.trim()
 		.split('\n')
 		.pop();
-	const files = fs.readdirSync(dir).filter((name) => name.endsWith('.test.mjs')).map((name) => path.join(dir, name));
+	const files = fs.readdirSync(dir).filter(wanted).map((name) => path.join(dir, name));
 	const env = { ...process.env, IMAGEPACK_TARBALL: tarball };
 	return run(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...process.argv.slice(3), ...files], {
 		env,
@@ -56,4 +71,4 @@ function scan() {
 	return run('npm', ['run', 'build']).then(() => run(process.execPath, ['test/scan/scan.mjs']));
 }
 
-module.exports = { emulator, e2e, sandbox, bench, scan, run };
+module.exports = { emulator, e2e, queue, sandbox, bench, scan, run };

@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [-- --markdown] [-- --json] [-- --only=generate,trigger,download,overhead]`
+// `npm run bench [-- --quick] [-- --markdown] [-- --json] [-- --only=generate,trigger,download,overhead,queue] [-- --queue]`
 // (gulp bench → node --import tsx test/bench/run.mjs). The launcher owns what the linted TypeScript
 // may not touch: the clock, process memory, child processes, argv and printing. Progress goes to
 // stderr, the table (or Markdown / JSON) to stdout. Nothing is written to the work tree.
@@ -102,6 +102,11 @@ try {
 		);
 	}
 	if (wanted('overhead')) figures.push(...(await benchOverhead(env)));
+	// Opt-in (starts PostgreSQL, Redis and three n8n processes): --queue or --only=queue.
+	if (args.includes('--queue') || only?.includes('queue')) {
+		const { benchQueue } = await import('./queue.bench.mjs');
+		figures.push(...(await benchQueue({ log, quick })));
+	}
 } finally {
 	servers.kill('SIGTERM');
 	fs.rmSync(storage, { recursive: true, force: true });

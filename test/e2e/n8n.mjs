@@ -298,7 +298,15 @@ export async function readExecutions(userFolder, workflowId, options = {}) {
 		[workflowId],
 		options,
 	);
-	const paths = installPaths(options.profile);
+	return withRunData(rows, options);
+}
+
+/**
+ * Execution rows with their `data` column (the run, stored "flatted") parsed with n8n's own flatted:
+ * { ...row, run, nodeOutput(name, output?) }. Works for rows read from SQLite or PostgreSQL.
+ */
+export function withRunData(rows, { profile } = {}) {
+	const paths = installPaths(profile);
 	const { parse } = createRequire(path.join(paths.dir, 'package.json'))('flatted');
 	return rows.map(({ data, ...row }) => {
 		const run = data ? parse(data) : null;
@@ -351,29 +359,76 @@ export function readBinary(userFolder, binary) {
 	return Buffer.from(binary.data, 'base64');
 }
 
-/** A free TCP port on localhost. */
-export function freePort() {
-	return new Promise((resolve, reject) => {
-		const server = net.createServer();
-		server.unref();
-		server.on('error', reject);
-		server.listen(0, '127.0.0.1', () => {
-			const { port } = server.address();
-			server.close(() => resolve(port));
+/**
+ * The environment that makes n8n create its owner account at start (N8N_INSTANCE_OWNER_MANAGED_BY_ENV),
+ * with the password hashed by n8n's own bcrypt (from the pinned install).
+ */
+export function ownerEnv({ email, password, firstName = 'Test', lastName = 'Owner' }, { profile } = {}) {
+	const bcrypt = createRequire(path.join(installPaths(profile).dir, 'package.json'))('bcryptjs');
+	return {
+		N8N_INSTANCE_OWNER_MANAGED_BY_ENV: 'true',
+		N8N_INSTANCE_OWNER_EMAIL: email,
+		N8N_INSTANCE_OWNER_FIRST_NAME: firstName,
+		N8N_INSTANCE_OWNER_LAST_NAME: lastName,
+		N8N_INSTANCE_OWNER_PASSWORD_HASH: bcrypt.hashSync(password, 10),
+	};
+}
+
+/**
+ * Logs in to a running n8n's REST API (`POST /rest/login`; n8n must run with N8N_SECURE_COOKIE=false
+ * over plain http) and returns { request(method, path, body?), get(path), post(path, body) }, each
+ * resolving to { status, body } (parsed JSON, else a Buffer) with the session cookie sent along.
+ */
+export async function restSession(url, { email, password }) {
+	let cookie = '';
+	async function request(method, route, body) {
+		const response = await fetch(`${url}${route}`, {
+			method,
+			headers: { cookie, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+			body: body === undefined ? undefined : JSON.stringify(body),
 		});
-	});
+		const bytes = Buffer.from(await response.arrayBuffer());
+		const json = String(response.headers.get('content-type')).includes('json');
+		return { status: response.status, headers: response.headers, body: json ? JSON.parse(bytes.toString('utf8')) : bytes };
+	}
+	const login = await request('POST', '/rest/login', { emailOrLdapLoginId: email, password });
+	if (login.status !== 200) throw new Error(`n8n login as ${email} failed (${login.status}): ${JSON.stringify(login.body)}`);
+	cookie = login.headers.getSetCookie().map((value) => value.split(';')[0]).join('; ');
+	return { request, get: (route) => request('GET', route), post: (route, body = {}) => request('POST', route, body) };
+}
+
+/** Ports handed out by freePort(): processes started side by side must not get the same one. */
+const handedOut = new Set();
+
+/** A free TCP port on localhost, never one this process handed out before. */
+export async function freePort() {
+	for (;;) {
+		const port = await new Promise((resolve, reject) => {
+			const server = net.createServer();
+			server.unref();
+			server.on('error', reject);
+			server.listen(0, '127.0.0.1', () => {
+				const { port } = server.address();
+				server.close(() => resolve(port));
+			});
+		});
+		if (!handedOut.has(port)) {
+			handedOut.add(port);
+			return port;
+		}
+	}
 }
 
 /**
  * Starts `n8n start` on a port (free one by default) and waits for /healthz. Returns
  * { url, port, process, logs(), stop() }. stop() sends SIGTERM, then SIGKILL after a grace period.
  */
-export async function startN8n({ userFolder, port, env = {}, profile = 'default', readyTimeoutMs = 120_000, echo = false } = {}) {
+export async function startN8n({ userFolder, port, env = {}, profile = 'default', readyTimeoutMs = 120_000, echo = false, command = 'start', args = [] } = {}) {
 	if (!userFolder) throw new Error('startN8n needs a userFolder');
 	const paths = await ensureN8n(profile);
 	port ??= await freePort();
 	const url = `http://127.0.0.1:${port}`;
-	const child = spawn(paths.nodeBin, [paths.n8nBin, 'start'], {
+	const child = spawn(paths.nodeBin, [paths.n8nBin, command, ...args], {
 		cwd: userFolder,
 		env: n8nEnv(userFolder, {
 			N8N_PORT: String(port),
@@ -400,7 +455,7 @@ export async function startN8n({ userFolder, port, env = {}, profile = 'default'
 
 	const started = Date.now();
 	for (;;) {
-		if (exited !== null) throw new Error(`n8n start exited with ${exited} before it was ready:\n${output}`);
+		if (exited !== null) throw new Error(`n8n ${command} exited with ${exited} before it was ready:\n${output}`);
 		if (Date.now() - started > readyTimeoutMs) {
 			killTree(child, 'SIGKILL');
 			throw new Error(`n8n did not answer /healthz within ${readyTimeoutMs} ms:\n${output}`);
@@ -411,7 +466,7 @@ export async function startN8n({ userFolder, port, env = {}, profile = 'default'
 		} catch {}
 		await new Promise((resolve) => setTimeout(resolve, 250));
 	}
-	log(`n8n ready at ${url} after ${Date.now() - started} ms`);
+	log(`n8n ${command} ready at ${url} after ${Date.now() - started} ms`);
 	return {
 		url,
 		port,
@@ -425,7 +480,29 @@ export async function startN8n({ userFolder, port, env = {}, profile = 'default'
 			clearTimeout(timer);
 			return code;
 		},
+		/** SIGKILL, no shutdown: what a crash or an OOM kill does. Resolves once it has exited. */
+		async kill() {
+			if (exited !== null) return exited;
+			killTree(child, 'SIGKILL');
+			return exitPromise;
+		},
 	};
+}
+
+/**
+ * Starts `n8n worker` (queue mode: the environment must name the Redis and the shared database) and
+ * waits for its health server's /healthz/readiness (database connected and migrated, Redis connected).
+ * `port` is the worker's health server port (a free one by default). Same result as startN8n().
+ */
+export async function startN8nWorker({ port, env = {}, concurrency = 10, ...options } = {}) {
+	port ??= await freePort();
+	return startN8n({
+		...options,
+		port,
+		command: 'worker',
+		args: [`--concurrency=${concurrency}`],
+		env: { QUEUE_HEALTH_CHECK_ACTIVE: 'true', QUEUE_HEALTH_CHECK_PORT: String(port), N8N_WORKER_SERVER_ADDRESS: '127.0.0.1', ...env },
+	});
 }
 
 function killTree(child, signal) {

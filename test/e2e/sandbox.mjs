@@ -13,7 +13,6 @@
  * ~/.cache/n8n-nodes-imagepack/sandbox and survives restarts; the emulator starts empty every time.
  */
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 
 import {
@@ -26,7 +25,7 @@ import {
 	withCredential,
 } from './fixtures.mjs';
 import { cacheRoot, ensureN8n, installPaths, isInstalled } from './n8n-install.mjs';
-import { createUserFolder, importCredential, importWorkflow, packPackage, publishWorkflow, querySqlite, startN8n } from './n8n.mjs';
+import { createUserFolder, importCredential, importWorkflow, ownerEnv, packPackage, publishWorkflow, querySqlite, startN8n } from './n8n.mjs';
 
 const args = process.argv.slice(2);
 const option = (name, fallback) => {
@@ -64,12 +63,6 @@ async function stopAll(code = 0) {
 }
 process.on('SIGINT', () => stopAll(0));
 process.on('SIGTERM', () => stopAll(0));
-
-function ownerHash(password) {
-	// n8n's own bcrypt implementation, from the pinned install.
-	const bcrypt = createRequire(path.join(installPaths().dir, 'package.json'))('bcryptjs');
-	return bcrypt.hashSync(password, 10);
-}
 
 /** Where a port is taken, say which option moves it. */
 function portHint(error, port, flag) {
@@ -143,11 +136,7 @@ async function main() {
 		env: {
 			N8N_LISTEN_ADDRESS: LISTEN,
 			N8N_SECURE_COOKIE: 'false',
-			N8N_INSTANCE_OWNER_MANAGED_BY_ENV: 'true',
-			N8N_INSTANCE_OWNER_EMAIL: OWNER.email,
-			N8N_INSTANCE_OWNER_FIRST_NAME: 'Sandbox',
-			N8N_INSTANCE_OWNER_LAST_NAME: 'Owner',
-			N8N_INSTANCE_OWNER_PASSWORD_HASH: ownerHash(OWNER.password),
+			...ownerEnv({ ...OWNER, firstName: 'Sandbox' }),
 			GENERIC_TIMEZONE: Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC',
 		},
 		readyTimeoutMs: 180_000,
