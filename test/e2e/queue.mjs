@@ -20,6 +20,9 @@ import {
 } from './n8n.mjs';
 import { startPostgres, startRedis } from './services.mjs';
 
+/** Three n8n processes start side by side: on a busy 2-core machine that takes minutes, not seconds. */
+const READY_TIMEOUT_MS = 300_000;
+
 export const QUEUE_OWNER = { email: 'owner@example.com', password: 'Queue-Mode-Password-1' };
 
 /**
@@ -74,7 +77,7 @@ export async function startQueueCluster({
 
 		const mainEnvironment = { ...ownerEnv(QUEUE_OWNER), N8N_SECURE_COOKIE: 'false', ...mainEnv };
 		cluster.startMain = async (extra = {}) => {
-			cluster.main = await startN8n({ userFolder: cluster.folders.main.dir, env: { ...cluster.sharedEnv, ...mainEnvironment, ...extra }, echo });
+			cluster.main = await startN8n({ userFolder: cluster.folders.main.dir, env: { ...cluster.sharedEnv, ...mainEnvironment, ...extra }, echo, readyTimeoutMs: READY_TIMEOUT_MS });
 			return cluster.main;
 		};
 		/** Logs of earlier processes of each worker slot (a killed or restarted worker). */
@@ -87,6 +90,7 @@ export async function startQueueCluster({
 				concurrency,
 				env: { ...cluster.sharedEnv, ...workerEnv, ...extra },
 				echo,
+				readyTimeoutMs: READY_TIMEOUT_MS,
 			});
 			return cluster.workers[index];
 		};
