@@ -24,6 +24,13 @@ import {
 	type ListPage,
 	type PublicationRecord,
 } from './shared/cursor';
+import {
+	isPollTeardown,
+	pollTeardownError,
+	shortestPollGapMs,
+	takeTurn,
+	type PollTimeItem,
+} from './shared/polling';
 import { apiRequest, getConnection, type Connection } from './shared/transport';
 
 const LIST_PATH = '/api/v1/image-pack-publications';
@@ -31,18 +38,10 @@ const LIST_PATH = '/api/v1/image-pack-publications';
 export const MAX_PAGES_PER_POLL = 50;
 /** Detail requests in flight at once when attaching manifests. */
 export const MANIFEST_CONCURRENCY = 4;
-/** Share of n8n's poll budget spent on reading; the rest is headroom for the hand-off. */
+/** Share of the poll's time spent on reading; the rest is headroom for the last requests and the hand-off. */
 const BUDGET_SHARE = 0.8;
 
 type StartFrom = 'now' | 'beginning' | 'id';
-
-/**
- * Polls that are running, per node state object (the object n8n keeps for an active workflow).
- * A poll that starts while another one of the same node is still running skips its tick, so the
- * two never read (and emit) the same window. The revision check before committing is the second
- * line of defence when n8n hands each poll its own copy of the state.
- */
-const running = new WeakMap<object, { until: number }>();
 
 function queryKey(startFrom: StartFrom, startId: number, baseUrl: string): string {
 	const from = startFrom === 'id' ? `id:${startId}` : startFrom;
@@ -64,13 +63,20 @@ function writeState(staticData: IDataObject, state: CursorState): void {
 	staticData.rev = state.rev;
 }
 
+/**
+ * When this poll stops reading and delivers what it has: within n8n's poll budget (durable scheduler:
+ * about 36 s) and before the next poll time can fire (legacy scheduler: a poll time firing during a
+ * poll disturbs it, see shared/polling.ts).
+ */
 function pollDeadline(ctx: IPollFunctions): number {
 	const host = ctx as { getPollBudgetMs?: unknown };
-	if (typeof host.getPollBudgetMs !== 'function') return Number.POSITIVE_INFINITY;
-	const budget: unknown = (host.getPollBudgetMs as () => unknown).call(ctx);
-	if (typeof budget !== 'number' || !Number.isFinite(budget) || budget <= 0)
-		return Number.POSITIVE_INFINITY;
-	return Date.now() + budget * BUDGET_SHARE;
+	let budget = Number.POSITIVE_INFINITY;
+	if (typeof host.getPollBudgetMs === 'function') {
+		const value: unknown = (host.getPollBudgetMs as () => unknown).call(ctx);
+		if (typeof value === 'number' && Number.isFinite(value) && value > 0) budget = value;
+	}
+	const pollTimes = ctx.getNodeParameter('pollTimes', {}) as { item?: PollTimeItem[] };
+	return Date.now() + Math.min(budget, shortestPollGapMs(pollTimes.item)) * BUDGET_SHARE;
 }
 
 async function listPage(
@@ -134,18 +140,19 @@ function toItem(record: PublicationRecord, detail?: IDataObject): INodeExecution
 }
 
 /**
- * Fetches details in order with bounded concurrency. Stops starting new ones once the deadline
- * has passed and returns the prefix that is complete; any failed request fails the poll.
+ * Fetches the details of `records` in order with bounded concurrency, appending them to `details`.
+ * Stops starting new ones once the deadline has passed (after at least one batch per poll), so
+ * `details` is always a complete prefix; any failed request fails the poll.
  */
 async function fetchManifests(
 	ctx: IPollFunctions,
 	connection: Connection,
 	records: PublicationRecord[],
 	deadline: number,
-): Promise<IDataObject[]> {
-	const details: IDataObject[] = [];
+	details: IDataObject[],
+): Promise<void> {
 	for (let at = 0; at < records.length; at += MANIFEST_CONCURRENCY) {
-		if (at > 0 && Date.now() > deadline) break;
+		if (details.length > 0 && Date.now() > deadline) return;
 		const batch = records.slice(at, at + MANIFEST_CONCURRENCY);
 		details.push(
 			...(await Promise.all(
@@ -153,7 +160,6 @@ async function fetchManifests(
 			)),
 		);
 	}
-	return details;
 }
 
 export class ImagePackTrigger implements INodeType {
@@ -245,21 +251,17 @@ export class ImagePackTrigger implements INodeType {
 		const startId = Math.max(0, Math.floor(Number(this.getNodeParameter('startId', 0)) || 0));
 		const key = queryKey(startFrom, startId, connection.baseUrl);
 		const staticData = this.getWorkflowStaticData('node');
-
-		const busy = running.get(staticData);
-		if (busy !== undefined && busy.until > Date.now()) return null; // previous poll still running
+		const stored = readState(staticData, key);
 		const deadline = pollDeadline(this);
-		const lease = {
-			until: Number.isFinite(deadline) ? deadline + 60_000 : Date.now() + 30 * 60_000,
-		};
-		running.set(staticData, lease);
+		// What identifies the trigger, whatever state object n8n handed this poll.
+		const node = this.getNode();
+		const trigger = `${this.getWorkflow().id ?? ''}|${node.id}|${node.name}|${key}`;
+		const turn = await takeTurn(trigger, stored?.rev, deadline);
+		if (typeof turn === 'string') return null; // another poll ran, or its delivery is not committed yet
 		try {
-			const stored = readState(staticData, key);
-			const revision = stored?.rev;
-			/** Commits only if no other poll committed since this one read the state. */
+			/** Stores the state unless another poll took this trigger over meanwhile. */
 			const commit = (state: CursorState): boolean => {
-				const current = readState(staticData, key);
-				if (current?.rev !== revision) return false;
+				if (!turn.holds()) return false;
 				if (!stored || !sameState(state, stored)) writeState(staticData, state);
 				return true;
 			};
@@ -277,23 +279,41 @@ export class ImagePackTrigger implements INodeType {
 				return null;
 			}
 
+			// Pages and their manifests in turn, until the deadline: what is complete is delivered.
 			const run = startPoll(stored ?? initialState(key, startFrom === 'id' ? startId : 0));
-			for (let pages = 0; pages < MAX_PAGES_PER_POLL; pages++) {
-				if (pages > 0 && Date.now() > deadline) break;
-				const page = await listPage(this, connection, run.nextSince, PAGE_LIMIT);
-				if (addPage(run, page).next === null) break;
-			}
+			const details: IDataObject[] = [];
+			const read = async () => {
+				for (let pages = 0; pages < MAX_PAGES_PER_POLL; pages++) {
+					if (pages > 0 && Date.now() > deadline) return;
+					const page = await listPage(this, connection, run.nextSince, PAGE_LIMIT);
+					const step = addPage(run, page);
+					if (includeManifest) {
+						const fresh = freshRecords(run);
+						await fetchManifests(this, connection, fresh.slice(details.length), deadline, details);
+						if (details.length < fresh.length) return;
+					}
+					if (step.next === null) return;
+				}
+			};
+			// Torn down by n8n: what is complete is still delivered (n8n starts an execution from it).
+			const torn = await read().then(
+				() => undefined,
+				(error: unknown) => {
+					if (isPollTeardown(error)) return error;
+					throw error;
+				},
+			);
 
 			const fresh = freshRecords(run);
-			const details = includeManifest
-				? await fetchManifests(this, connection, fresh, deadline)
-				: undefined;
-			const delivered = details ? fresh.slice(0, details.length) : fresh;
-			if (!commit(finishPoll(run, delivered.length))) return null; // another poll delivered meanwhile
+			const delivered = includeManifest ? fresh.slice(0, details.length) : fresh;
+			if (torn !== undefined && delivered.length === 0) throw pollTeardownError(node, torn);
+			const next = finishPoll(run, delivered.length);
+			if (!commit(next)) return null; // taken over after running far too long: discarded
 			if (delivered.length === 0) return null;
-			return [delivered.map((record, index) => toItem(record, details?.[index]))];
+			turn.delivered(next.rev);
+			return [delivered.map((record, index) => toItem(record, details[index]))];
 		} finally {
-			if (running.get(staticData) === lease) running.delete(staticData);
+			turn.release();
 		}
 	}
 }

@@ -27,6 +27,7 @@
  */
 import type { IDataObject, INodeExecutionData, INodeParameters, INodeType } from 'n8n-workflow';
 
+import { resetPollTurns } from '../../nodes/ImagePack/shared/polling';
 import { PollingWorkflow, type HarnessCredentials } from './n8n';
 
 export interface PollerHostOptions {
@@ -60,8 +61,10 @@ export class LegacyPollerHost {
 
 	private live?: PollingWorkflow;
 
+	/** A new host is a freshly started n8n process: nothing of earlier polls is in memory. */
 	constructor(private options: PollerHostOptions) {
 		this.stored = options.stored ?? '{}';
+		resetPollTurns();
 	}
 
 	get active(): boolean {
@@ -129,16 +132,34 @@ export class LegacyPollerHost {
 		}
 	}
 
+	/**
+	 * What n8n 2.41 does to a running poll when another poll of the workflow ends first: it releases
+	 * the workflow's expression engine, and every later expression evaluation of the running poll (the
+	 * credential's auth header, for one) throws n8n's IsolateError. The harness runs n8n's expressions
+	 * without the isolate engine, so the evaluation that fails is stood in for here.
+	 */
+	releaseExpressionEngine(): void {
+		const expression = this.live?.workflow.expression;
+		if (!expression) throw new Error('not active');
+		expression.getSimpleParameterValue = () => {
+			const error = new Error('No bridge acquired for this context. Call acquire() first.');
+			error.name = 'IsolateError';
+			throw error;
+		};
+	}
+
 	/** n8n stops (the in-memory state is gone) and starts again from the database. */
 	async restart(): Promise<PollOutcome> {
 		this.live = undefined;
+		resetPollTurns();
 		return await this.activate();
 	}
 
 	/** The user edits the node and saves: the workflow is re-activated from the stored data. */
 	async update(parameters: INodeParameters, nodeName?: string): Promise<PollOutcome> {
 		this.options = { ...this.options, parameters, nodeName: nodeName ?? this.options.nodeName };
-		return await this.restart();
+		this.live = undefined;
+		return await this.activate();
 	}
 
 	/**
@@ -165,7 +186,12 @@ export class LegacyPollerHost {
 	}
 }
 
-/** n8n 2.41's durable-cursor path: a staged copy per poll, committed on emit or when it changed. */
+/**
+ * n8n 2.41's durable-cursor path: a staged copy per poll, committed on emit or when it changed. The
+ * commit of an emitted poll lands after the poll returned (n8n loads the workflow, then commits the
+ * cursor with the execution), here after `commitDelay()`. A restart is a new process: what the old
+ * one still had running never commits.
+ */
 export class DurablePollerHost {
 	/** The stored cursor of the node (JSON), i.e. poller_state. */
 	stored: string;
@@ -174,11 +200,20 @@ export class DurablePollerHost {
 
 	readonly errors: Error[] = [];
 
+	/** Resolves when an emitted poll's execution and cursor are committed (default: at once). */
+	commitDelay: () => Promise<void> = async () => {};
+
+	private generation = 0;
+
+	private readonly commits: Array<Promise<void>> = [];
+
 	constructor(private readonly options: PollerHostOptions) {
 		this.stored = options.stored ?? '{}';
+		resetPollTurns();
 	}
 
 	private async run(testing: boolean): Promise<PollOutcome> {
+		const generation = this.generation;
 		const seed = this.stored;
 		const snapshot = JSON.parse(seed) as IDataObject;
 		const workflow = new PollingWorkflow({
@@ -196,13 +231,19 @@ export class DurablePollerHost {
 		const attempt = workflow.poll('trigger');
 		// An activation poll's error fails the activation; a timed poll's becomes an error execution.
 		const result = testing ? await attempt : await attempt.catch((error: Error) => error);
+		if (generation !== this.generation) return { kind: 'null' }; // its process is gone: nothing commits
 		if (result instanceof Error) {
 			this.errors.push(result);
 			return { kind: 'error', error: result };
 		}
 		if (result !== null) {
-			if (changed()) this.stored = JSON.stringify(snapshot);
-			this.executions.push(result[0] ?? []);
+			const cursor = changed() ? JSON.stringify(snapshot) : undefined;
+			const commit = this.commitDelay().then(() => {
+				if (generation !== this.generation) return;
+				if (cursor !== undefined) this.stored = cursor;
+				this.executions.push(result[0] ?? []);
+			});
+			this.commits.push(commit);
 			return { kind: 'emitted', items: result[0] ?? [] };
 		}
 		if (!testing && changed()) this.stored = JSON.stringify(snapshot);
@@ -215,6 +256,17 @@ export class DurablePollerHost {
 
 	async tick(): Promise<PollOutcome> {
 		return await this.run(false);
+	}
+
+	/** Waits until every emitted poll's commit has landed. */
+	async settle(): Promise<void> {
+		await Promise.all(this.commits);
+	}
+
+	/** n8n stops and starts again: polls still running in the old process never commit. */
+	restart(): void {
+		this.generation++;
+		resetPollTurns();
 	}
 }
 

@@ -35,6 +35,7 @@ import {
 	redactDeep,
 	retryAfterSeconds,
 } from './errors';
+import { isPollTeardown, pollTeardownError } from './polling';
 
 /** Where requests come from: operations, the trigger's polls, the editor's list searches. */
 export type ApiContext = IExecuteFunctions | IPollFunctions | ILoadOptionsFunctions;
@@ -439,6 +440,8 @@ async function send(
 		try {
 			response = await exchange(ctx, options, sending);
 		} catch (error) {
+			// n8n took the poll's expression engine away: not the network; the caller decides.
+			if (isPollTeardown(error)) throw pollTeardownError(ctx.getNode(), error);
 			const code = networkErrorCode(error);
 			// A read can always be repeated, whatever broke the connection; a POST only when it
 			// certainly never left (a generation must not run twice).
