@@ -130,11 +130,12 @@ for (const scheduler of SCHEDULERS) {
 			await progress(BACKLOG - 1, drainBoundMs, `all ${BACKLOG - 1} committed publications delivered`);
 			const drainSeconds = (Date.now() - startedAt) / 1000;
 
-			// Then a late commit (an id below the cursor, inside the re-read window) and the newest
-			// (pack_id, version) published again under a new id: the first is delivered, the second not.
+			// Then a late commit (an id below the cursor, inside the re-read window) and a (pack_id,
+			// version) delivered up to 500 publications earlier published again under a new id: the
+			// first is delivered, the second not.
 			await control.commitPublication(late.id);
-			const newest = await control.getPublication(tail.lastId);
-			await control.publish({ packId: newest.pack_id, version: newest.version });
+			const earlier = await control.getPublication(Math.max(1, tail.lastId - 500));
+			await control.publish({ packId: earlier.pack_id, version: earlier.version });
 			await progress(BACKLOG, 120_000, 'the late publication');
 			// One more poll time at least: a wrong second delivery would show up here.
 			await sleep(20_000);
