@@ -12,7 +12,7 @@
  *
  * Every publication must be delivered exactly once (by id and by (pack_id, version)), no poll may fail
  * with an API/network error, and the backlog must drain. The time to drain, the polls and the requests
- * are printed. E2E_SCHEDULER_BACKLOG (default 500) scales it up, E2E_SCHEDULER_LATENCY_MS (default 80)
+ * are printed. E2E_SCHEDULER_BACKLOG (default 400) scales it up, E2E_SCHEDULER_LATENCY_MS (default 80)
  * sets the latency, E2E_SCHEDULERS=legacy|durable runs one of them.
  */
 import assert from 'node:assert/strict';
@@ -30,7 +30,7 @@ import {
 	startN8n,
 } from './n8n.mjs';
 
-const BACKLOG = Number(process.env.E2E_SCHEDULER_BACKLOG ?? 500);
+const BACKLOG = Number(process.env.E2E_SCHEDULER_BACKLOG ?? 400);
 const LATENCY_MS = Number(process.env.E2E_SCHEDULER_LATENCY_MS ?? 80);
 const SCHEDULERS = (process.env.E2E_SCHEDULERS ?? 'legacy,durable').split(',');
 const TRIGGER = 'On new publication';
