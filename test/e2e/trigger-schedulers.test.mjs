@@ -135,7 +135,7 @@ for (const scheduler of SCHEDULERS) {
 			// first is delivered, the second not.
 			await control.commitPublication(late.id);
 			const earlier = await control.getPublication(Math.max(1, tail.lastId - 500));
-			await control.publish({ packId: earlier.pack_id, version: earlier.version });
+			await control.repeatPublication(earlier.id);
 			await progress(BACKLOG, 120_000, 'the late publication');
 			// One more poll time at least: a wrong second delivery would show up here.
 			await sleep(20_000);
