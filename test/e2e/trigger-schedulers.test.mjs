@@ -113,7 +113,7 @@ for (const scheduler of SCHEDULERS) {
 					{ timeoutMs, intervalMs: 2000, what },
 				);
 			// A poll delivers about (12 s of work) / (per-record cost); the bound only stops a stuck run.
-			const drainBoundMs = Math.max(240_000, BACKLOG * 400);
+			const drainBoundMs = Math.max(300_000, BACKLOG * 1500);
 
 			const startedAt = Date.now();
 			await start();
