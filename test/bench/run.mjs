@@ -1,4 +1,5 @@
 // `npm run bench [-- --quick] [-- --markdown] [-- --json] [-- --only=generate,trigger,download,overhead,queue] [-- --queue]`
+// `npm run bench -- --n8n [--quick] [--n8n-sizes=20,100] [--n8n-latency=500]`: only the figures in a real n8n (n8n.bench.mjs).
 // (gulp bench → node --import tsx test/bench/run.mjs). The launcher owns what the linted TypeScript
 // may not touch: the clock, process memory, child processes, argv and printing. Progress goes to
 // stderr, the table (or Markdown / JSON) to stdout. Nothing is written to the work tree.
@@ -20,9 +21,11 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
-const wanted = (name) => !only || only.includes(name);
+const n8nMode = args.includes('--n8n');
+const wanted = (name) => (only ? only.includes(name) : !n8nMode);
 const log = (line) => process.stderr.write(`bench: ${line}\n`);
-const imageMib = Number(args.find((a) => a.startsWith('--image-mib='))?.slice(12) ?? (quick ? 8 : 16));
+// In n8n the batch writes every image to disk: 4 MiB, about a 2K PNG photo, keeps 500 of them affordable.
+const imageMib = Number(args.find((a) => a.startsWith('--image-mib='))?.slice(12) ?? (n8nMode ? 4 : quick ? 8 : 16));
 const imageBytes = Math.round(imageMib * 1024 * 1024);
 
 const children = new Set();
@@ -106,6 +109,13 @@ try {
 	if (args.includes('--queue') || only?.includes('queue')) {
 		const { benchQueue } = await import('./queue.bench.mjs');
 		figures.push(...(await benchQueue({ log, quick })));
+	}
+	if (n8nMode) {
+		const { benchN8n } = await import('./n8n.bench.mjs');
+		const option = (name) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
+		const sizes = option('n8n-sizes')?.split(',').map(Number);
+		const latencyMs = option('n8n-latency') === undefined ? undefined : Number(option('n8n-latency'));
+		figures.push(...(await benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, latencyMs })));
 	}
 } finally {
 	servers.kill('SIGTERM');

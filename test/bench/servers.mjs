@@ -6,6 +6,7 @@
 // answers 302 to /signed/<name> on the same host (like the API), and /signed/<name> streams
 // BENCH_IMAGE_BYTES of incompressible bytes as image/png (64 KiB for names starting small-, the warm-up; N MiB for names starting mibN-). The emulator's own PNGs are 1-bit palette
 // images (a 4K one is a few KiB), far smaller than a real 4K image, so the memory benchmark needs this.
+// GET /_bench/stats answers the counters (requests, connections accepted, file routes); ?reset zeroes them.
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { Readable } from 'node:stream';
@@ -16,7 +17,9 @@ const imageBytes = Number(process.env.BENCH_IMAGE_BYTES ?? 16 * 1024 * 1024);
 const emulator = await startEmulator({ port: 0, requestLogLimit: 250_000 });
 const upstream = new URL(emulator.baseUrl);
 const block = randomBytes(64 * 1024);
-const stats = { file: 0, signedFile: 0, keyOnSignedLink: 0, proxied: 0 };
+// connections: TCP connections accepted, to see whether a client reuses them (keep-alive) or opens one per request.
+const fresh = () => ({ file: 0, signedFile: 0, keyOnSignedLink: 0, proxied: 0, requests: 0, connections: 0 });
+let stats = fresh();
 
 function imageStream(size) {
 	return Readable.from(
@@ -29,6 +32,12 @@ function imageStream(size) {
 let origin = '';
 const host = http.createServer((req, res) => {
 	const url = new URL(req.url ?? '/', 'http://bench');
+	if (url.pathname === '/_bench/stats') {
+		res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...stats, imageBytes }));
+		if (url.searchParams.has('reset')) stats = fresh();
+		return;
+	}
+	stats.requests++;
 	let match = /^\/api\/file\/([^/]+)$/.exec(url.pathname);
 	if (match && req.method === 'GET') {
 		stats.file++;
@@ -53,10 +62,6 @@ const host = http.createServer((req, res) => {
 		imageStream(size).pipe(res);
 		return;
 	}
-	if (url.pathname === '/_bench/stats') {
-		res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...stats, imageBytes }));
-		return;
-	}
 	stats.proxied++;
 	const forward = http.request(
 		{ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
@@ -68,6 +73,7 @@ const host = http.createServer((req, res) => {
 	forward.on('error', () => res.destroy());
 	req.pipe(forward);
 });
+host.on('connection', () => stats.connections++);
 await new Promise((resolve) => host.listen(0, '127.0.0.1', resolve));
 origin = `http://127.0.0.1:${host.address().port}`;
 

@@ -1,0 +1,388 @@
+// `npm run bench -- --n8n`: the package inside the pinned, real n8n 2.41.1 (one `n8n start` process,
+// filesystem binary data), side by side with what a user would build instead from n8n's own nodes,
+// against the emulator behind the bench's realistic file host (servers.mjs). Plain ESM like the
+// launcher: it owns processes, the clock and /proc, which the linted TypeScript may not touch.
+//
+// Batch: Webhook (standing in for the schedule: it answers when the last node finishes, so the bench
+// can time it) → Split Out → either Image Pack Generate (concurrency c, downloadImages) or HTTP Request
+// POST /generate (batching: c per batch, one generate latency apart) → Split Out images → HTTP Request
+// GET the file (response format File, the same batching).
+// Trigger: a backlog drained by the active Image Pack Trigger vs Schedule Trigger + Code + HTTP Request
+// (pagination) + Code (dedupe in static data) + HTTP Request (details), in a running n8n.
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+
+import { createUserFolder, importCredential, importWorkflow, packPackage, publishWorkflow, querySqlite, startN8n } from '../e2e/n8n.mjs';
+import { figure } from './figures.ts';
+
+const IMAGEPACK = 'n8n-nodes-imagepack.imagePack';
+const IMAGEPACK_TRIGGER = 'n8n-nodes-imagepack.imagePackTrigger';
+const CREDENTIAL = { id: 'benchImagePack', name: 'Image Pack (bench)' };
+const HEADER_AUTH = { id: 'benchHeaderAuth', name: 'Image Pack key as header (bench)' };
+
+/** A plain HTTP call without client timeouts (a batch of 500 at concurrency 1 takes minutes); one connection each. */
+function call(url, { method = 'GET', body } = {}) {
+	return new Promise((resolve, reject) => {
+		const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+		const req = http.request(
+			url,
+			{ method, agent: false, headers: payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {} },
+			(res) => {
+				const chunks = [];
+				res.on('data', (chunk) => chunks.push(chunk));
+				res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+				res.on('error', reject);
+			},
+		);
+		req.on('error', reject);
+		req.end(payload);
+	});
+}
+
+/** The realistic host's counters (servers.mjs); `reset` zeroes them after reading. The read's own connection is not counted. */
+async function hostStats(baseUrl, reset = false) {
+	const stats = JSON.parse((await call(`${baseUrl}/_bench/stats${reset ? '?reset' : ''}`)).text);
+	return { ...stats, connections: stats.connections - 1 };
+}
+
+function procStatus(pid) {
+	try {
+		const text = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+		const kib = (key) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN) * 1024;
+		return { rss: kib('VmRSS'), hwm: kib('VmHWM') };
+	} catch {
+		return { rss: NaN, hwm: NaN };
+	}
+}
+
+/**
+ * Peak RSS of one process over a piece of work: the kernel's high-water mark (reset before through
+ * /proc/<pid>/clear_refs, Linux ≥ 4.0) and, as a cross-check where that reset is not allowed, samples
+ * every 50 ms.
+ */
+async function peakRss(pid, work) {
+	let resettable = true;
+	try {
+		fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+	} catch {
+		resettable = false;
+	}
+	const before = procStatus(pid).rss;
+	let sampled = before;
+	const timer = setInterval(() => {
+		const { rss } = procStatus(pid);
+		if (rss > sampled) sampled = rss;
+	}, 50);
+	try {
+		const value = await work();
+		const { hwm, rss } = procStatus(pid);
+		return { value, before, peak: resettable && Number.isFinite(hwm) ? Math.max(hwm, sampled) : Math.max(sampled, rss), resettable };
+	} finally {
+		clearInterval(timer);
+	}
+}
+
+async function waitFor(what, check, timeoutMs = 120_000) {
+	const started = Date.now();
+	while (!(await check())) {
+		if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+		await new Promise((resolve) => setTimeout(resolve, 500));
+	}
+}
+
+function folderBytes(dir) {
+	let total = 0;
+	if (!fs.existsSync(dir)) return 0;
+	for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+		const full = path.join(dir, entry.name);
+		if (entry.isDirectory()) total += folderBytes(full);
+		else if (entry.isFile()) total += fs.statSync(full).size;
+	}
+	return total;
+}
+
+/** One fetch of an image the way a bare client does it: the 302 from the file endpoint, then the signed link. */
+async function bareFetchMs(baseUrl, apiKey, samples = 5) {
+	const get = (url, headers) =>
+		new Promise((resolve, reject) => {
+			http
+				.get(url, { headers, agent: false }, (res) => {
+					res.on('data', () => {});
+					res.on('end', () => resolve(res));
+					res.on('error', reject);
+				})
+				.on('error', reject);
+		});
+	const times = [];
+	for (let i = 0; i < samples + 1; i++) {
+		const started = performance.now();
+		const redirect = await get(`${baseUrl}/api/file/bare-fetch-${i}.png`, { authorization: `Bearer ${apiKey}` });
+		await get(new URL(redirect.headers.location, baseUrl).href, {});
+		if (i > 0) times.push(performance.now() - started); // the first one warms up
+	}
+	times.sort((a, b) => a - b);
+	return times[Math.floor(times.length / 2)];
+}
+
+const node = (name, type, typeVersion, parameters, extra = {}) => ({
+	id: `${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`,
+	name,
+	type,
+	typeVersion,
+	position: [0, 0],
+	parameters,
+	...extra,
+});
+
+function workflowOf(id, name, nodes) {
+	const positioned = nodes.map((n, index) => ({ ...n, position: [index * 240, 0] }));
+	const connections = {};
+	for (let i = 0; i < positioned.length - 1; i++) connections[positioned[i].name] = { main: [[{ node: positioned[i + 1].name, type: 'main', index: 0 }]] };
+	return { id, name, nodes: positioned, connections, settings: { executionOrder: 'v1' }, active: false };
+}
+
+const GENERATE = { model: 'nano-banana-2', ratio: '1:1', resolution: '2K', n: 1 };
+
+/** The batch as this package does it: Generate with concurrency c and the node's downloads. */
+function imagePackBatch(id, c) {
+	return workflowOf(id, `bench: Image Pack Generate, c=${c}`, [
+		node('Webhook', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: id, responseMode: 'lastNode', responseData: 'noData', options: {} }, { webhookId: `${id}-hook` }),
+		node('Products', 'n8n-nodes-base.splitOut', 1, { fieldToSplitOut: 'body.items', include: 'noOtherFields', options: {} }),
+		node(
+			'Generate images',
+			IMAGEPACK,
+			1,
+			{
+				resource: 'image',
+				operation: 'generate',
+				prompt: '={{ $json.prompt }}',
+				...GENERATE,
+				purpose: 'free',
+				options: { concurrency: c, downloadImages: true },
+			},
+			{ credentials: { imagePackApi: CREDENTIAL } },
+		),
+	]);
+}
+
+/**
+ * The same job from n8n's HTTP Request node, set up as a capable user would: a header credential,
+ * the JSON body, and its Batching option (c requests per batch, the next batch one generate latency
+ * later; HTTP Request does not wait for a batch to finish, it paces). Downloads: a second HTTP
+ * Request with Response Format = File (it follows the 302), paced by the measured fetch time.
+ */
+function httpRequestBatch(id, c, baseUrl, latencyMs, fetchIntervalMs) {
+	const auth = { authentication: 'genericCredentialType', genericAuthType: 'httpHeaderAuth' };
+	const credentials = { httpHeaderAuth: HEADER_AUTH };
+	return workflowOf(id, `bench: HTTP Request, c=${c}`, [
+		node('Webhook', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: id, responseMode: 'lastNode', responseData: 'noData', options: {} }, { webhookId: `${id}-hook` }),
+		node('Products', 'n8n-nodes-base.splitOut', 1, { fieldToSplitOut: 'body.items', include: 'noOtherFields', options: {} }),
+		node(
+			'Generate (HTTP Request)',
+			'n8n-nodes-base.httpRequest',
+			4.2,
+			{
+				method: 'POST',
+				url: `${baseUrl}/api/v1/generate`,
+				...auth,
+				sendBody: true,
+				specifyBody: 'json',
+				jsonBody: `={{ JSON.stringify({ prompt: $json.prompt, ${Object.entries(GENERATE).map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join(', ')} }) }}`,
+				options: { batching: { batch: { batchSize: c, batchInterval: latencyMs } }, timeout: 300_000 },
+			},
+			{ credentials },
+		),
+		node('Images', 'n8n-nodes-base.splitOut', 1, { fieldToSplitOut: 'images', include: 'noOtherFields', options: {} }),
+		node(
+			'Download (HTTP Request)',
+			'n8n-nodes-base.httpRequest',
+			4.2,
+			{
+				method: 'GET',
+				url: `={{ '${baseUrl}' + $json.url }}`,
+				...auth,
+				options: {
+					batching: { batch: { batchSize: c, batchInterval: fetchIntervalMs } },
+					response: { response: { responseFormat: 'file' } },
+					timeout: 300_000,
+				},
+			},
+			{ credentials },
+		),
+	]);
+}
+
+const APPROACHES = [
+	{ key: 'imagepack', label: 'Image Pack node' },
+	{ key: 'http', label: 'HTTP Request node' },
+];
+
+/**
+ * Scheduled batch in a running n8n: N items × concurrency c × both approaches, interleaved so that
+ * the machine's load falls on both alike.
+ */
+export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrencies, latencyMs, imageBytes }) {
+	const log = env.log;
+	const baseUrl = endpoints.realisticBaseUrl;
+	const fetchMs = await bareFetchMs(baseUrl, endpoints.apiKey);
+	const fetchIntervalMs = Math.max(1, Math.ceil(fetchMs));
+	log(`n8n batch: bare fetch of one ${(imageBytes / 2 ** 20).toFixed(0)} MiB image (302 + signed link) ${fetchMs.toFixed(1)} ms`);
+
+	log('n8n batch: build + pack, user folder, credentials, workflows');
+	const tarball = await packPackage();
+	const user = await createUserFolder({ tarball, dir: fs.mkdtempSync(path.join(storage, 'n8n-user-')) });
+	fs.rmSync(path.dirname(tarball), { recursive: true, force: true });
+	await importCredential(user.dir, [
+		{ ...CREDENTIAL, type: 'imagePackApi', data: { baseUrl, apiKey: endpoints.apiKey } },
+		{ ...HEADER_AUTH, type: 'httpHeaderAuth', data: { name: 'Authorization', value: `Bearer ${endpoints.apiKey}` } },
+	]);
+	const workflows = [];
+	for (const c of concurrencies) {
+		workflows.push(imagePackBatch(`benchImagePackC${c}`, c), httpRequestBatch(`benchHttpRequestC${c}`, c, baseUrl, latencyMs, fetchIntervalMs));
+	}
+	await importWorkflow(user.dir, workflows);
+	for (const workflow of workflows) await publishWorkflow(user.dir, workflow.id);
+
+	const n8n = await startN8n({ userFolder: user.dir, echo: Boolean(process.env.BENCH_N8N_ECHO), env: { N8N_DEFAULT_BINARY_DATA_MODE: 'filesystem', N8N_LOG_LEVEL: process.env.BENCH_N8N_ECHO ? 'debug' : 'warn' } });
+	const pid = n8n.process.pid;
+	const binaryDir = path.join(user.n8nDir, 'storage');
+	const results = [];
+	try {
+		// n8n activates published workflows after it reports ready: wait for every webhook.
+		await waitFor('the bench webhooks to be registered', async () => {
+			const rows = await querySqlite(user.dir, 'SELECT webhookPath FROM webhook_entity');
+			return workflows.every((workflow) => rows.some((row) => row.webhookPath === workflow.id));
+		});
+		// One small warm-up run per workflow: n8n loads node types and compiles on first use.
+		for (const workflow of workflows) {
+			const answer = await call(`${n8n.url}/webhook/${workflow.id}`, { method: 'POST', body: { items: [{ prompt: 'warm-up' }] } });
+			if (answer.status !== 200) throw new Error(`warm-up of ${workflow.name}: HTTP ${answer.status} ${answer.text.slice(0, 500)}`);
+		}
+		await env.control.setLatency('generate', latencyMs);
+		for (const count of sizes) {
+			const items = Array.from({ length: count }, (_, i) => ({ prompt: `Product ${i + 1}: a ceramic mug on an oak table, e-commerce photo` }));
+			for (const c of concurrencies) {
+				for (const approach of APPROACHES) {
+					const id = approach.key === 'imagepack' ? `benchImagePackC${c}` : `benchHttpRequestC${c}`;
+					log(`n8n batch: N=${count}, c=${c}, ${approach.label}`);
+					fs.rmSync(binaryDir, { recursive: true, force: true });
+					await env.control.clearRequests();
+					await hostStats(baseUrl, true);
+					const started = performance.now();
+					const { value: response, peak, before } = await peakRss(pid, () => call(`${n8n.url}/webhook/${id}`, { method: 'POST', body: { items } }));
+					const wallMs = performance.now() - started;
+					const host = await hostStats(baseUrl);
+					const generates = (await env.control.requests({ route: 'generate' })).length;
+					const binaryBytes = folderBytes(binaryDir);
+					const result = { approach: approach.key, count, c, wallMs, peak, before, host, generates, binaryBytes, status: response.status };
+					if (response.status !== 200 || generates !== count || host.signedFile !== count) {
+						result.problem = `HTTP ${response.status}, ${generates} generates and ${host.signedFile} signed-link downloads for ${count} items ${response.text.slice(0, 300)}`;
+						log(`n8n batch: ${result.problem}`);
+					}
+					log(
+						`  wall ${(wallMs / 1000).toFixed(1)} s, peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB (before ${(before / 2 ** 20).toFixed(0)}), ` +
+							`${host.requests} requests on ${host.connections} connections, ${(binaryBytes / 2 ** 20).toFixed(0)} MiB binary data`,
+					);
+					results.push(result);
+				}
+			}
+		}
+	} finally {
+		await env.control.setLatency('generate', 0);
+		await n8n.stop();
+		user.cleanup();
+	}
+	return batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, imageBytes });
+}
+
+function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, imageBytes }) {
+	const figures = [];
+	const mib = (imageBytes / 2 ** 20).toFixed(0);
+	const group = `N8N-1. Scheduled batch in a real n8n 2.41.1 (one process, filesystem binary data): Generate + download ${mib} MiB images, generate latency ${latencyMs} ms`;
+	const note =
+		`Batch in n8n: ideal = ceil(N / c) × (generate latency + ${fetchMs.toFixed(1)} ms, a bare client's 302 + signed-link fetch of one ${mib} MiB image). ` +
+		'HTTP Request = Split Out → HTTP Request POST /generate (Batching: c per batch, interval = the generate latency) → Split Out images → HTTP Request GET (Response Format File, Batching c per batch). ' +
+		'Peak RSS = the n8n process\'s kernel high-water mark over the run (reset before it). Requests and TCP connections are counted at the file host in front of the emulator.';
+	const find = (approach, count, c) => results.find((r) => r.approach === approach && r.count === count && r.c === c);
+	for (const c of concurrencies) {
+		for (const count of sizes) {
+			const ideal = Math.ceil(count / c) * (latencyMs + fetchMs);
+			for (const { key, label } of APPROACHES) {
+				const r = find(key, count, c);
+				if (!r) continue;
+				const broken = r.problem ? ` — FAILED: ${r.problem}` : '';
+				figures.push(
+					figure({ group, figure: `N=${count}, c=${c}, ${label}: wall time${broken}`, measured: r.wallMs, ideal, unit: 'ms', maxRatio: 1.1, note }),
+				);
+			}
+		}
+	}
+	for (const { key, label } of APPROACHES) {
+		for (const c of concurrencies) {
+			const series = sizes.map((count) => find(key, count, c)).filter(Boolean);
+			if (!series.length) continue;
+			const first = series[0];
+			const last = series.at(-1);
+			figures.push(
+				figure({
+					group,
+					figure: `${label}, c=${c}: peak RSS at N=${series.map((r) => r.count).join(' / ')} (${series.map((r) => `${(r.peak / 2 ** 20).toFixed(0)}`).join(' / ')} MiB), N=${last.count} vs N=${first.count}`,
+					measured: last.peak,
+					ideal: first.peak,
+					unit: 'bytes',
+					maxRatio: 1.1,
+					target: 'flat in N (≤ 1.1)',
+				}),
+			);
+			figures.push(
+				figure({
+					group,
+					figure: `${label}, c=${c}, N=${last.count}: requests (generate + file + signed link) / TCP connections`,
+					measured: last.host.requests,
+					ideal: last.count * 3,
+					unit: '',
+					maxRatio: 1,
+					target: 'no extra calls',
+					note: undefined,
+				}),
+				figure({
+					group,
+					figure: `${label}, c=${c}, N=${last.count}: TCP connections per request`,
+					measured: last.host.connections / Math.max(1, last.host.requests),
+					ideal: null,
+					unit: '',
+					target: '—',
+				}),
+				figure({
+					group,
+					figure: `${label}, c=${c}, N=${last.count}: binary data written`,
+					measured: last.binaryBytes,
+					ideal: last.count * imageBytes,
+					unit: 'bytes',
+					target: '—',
+				}),
+			);
+		}
+	}
+	return figures;
+}
+
+/**
+ * Everything `--n8n` measures. Options: quick (N = 20, 100), sizes / latencyMs overrides
+ * (`--n8n-sizes=20,100`, `--n8n-latency=500`).
+ */
+export async function benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, latencyMs }) {
+	const figures = [];
+	figures.push(
+		...(await benchN8nBatch(env, {
+			endpoints,
+			storage,
+			imageBytes,
+			sizes: sizes ?? (quick ? [20, 100] : [20, 100, 500]),
+			concurrencies: [1, 8],
+			latencyMs: latencyMs ?? 500,
+		})),
+	);
+	return figures;
+}
