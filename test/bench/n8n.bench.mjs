@@ -40,10 +40,9 @@ function call(url, { method = 'GET', body } = {}) {
 	});
 }
 
-/** The realistic host's counters (servers.mjs); `reset` zeroes them after reading. The read's own connection is not counted. */
+/** The realistic host's counters (servers.mjs); `reset` zeroes them after reading. */
 async function hostStats(baseUrl, reset = false) {
-	const stats = JSON.parse((await call(`${baseUrl}/_bench/stats${reset ? '?reset' : ''}`)).text);
-	return { ...stats, connections: stats.connections - 1 };
+	return JSON.parse((await call(`${baseUrl}/_bench/stats${reset ? '?reset' : ''}`)).text);
 }
 
 function procStatus(pid) {
@@ -338,7 +337,7 @@ function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, image
 			figures.push(
 				figure({
 					group,
-					figure: `${label}, c=${c}, N=${last.count}: requests (generate + file + signed link) / TCP connections`,
+					figure: `${label}, c=${c}, N=${last.count}: requests (generate + file + signed link)`,
 					measured: last.host.requests,
 					ideal: last.count * 3,
 					unit: '',
@@ -372,9 +371,12 @@ function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, image
  * Everything `--n8n` measures. Options: quick (N = 20, 100), sizes / latencyMs overrides
  * (`--n8n-sizes=20,100`, `--n8n-latency=500`).
  */
-export async function benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, latencyMs }) {
+export async function benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, latencyMs, backlog, parts = ['batch', 'trigger'] }) {
 	const figures = [];
-	figures.push(
+	if (parts.includes('trigger')) {
+		figures.push(...(await benchN8nTrigger(env, { endpoints, storage, backlog: backlog ?? (quick ? 2_000 : 10_000), timeoutMs: 30 * 60_000 })));
+	}
+	if (parts.includes('batch')) figures.push(
 		...(await benchN8nBatch(env, {
 			endpoints,
 			storage,
@@ -384,5 +386,306 @@ export async function benchN8n(env, { endpoints, storage, quick, imageBytes, siz
 			latencyMs: latencyMs ?? 500,
 		})),
 	);
+	return figures;
+}
+
+/** CPU time (user + system) of a process and its descendants (n8n's task runner), in ms. */
+function treeCpuMs(rootPid) {
+	const stats = [];
+	for (const entry of fs.readdirSync('/proc')) {
+		if (!/^\d+$/.test(entry)) continue;
+		try {
+			const text = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+			const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+			stats.push({ pid: Number(entry), ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) });
+		} catch {}
+	}
+	const tree = new Set([rootPid]);
+	for (let grew = true; grew; ) {
+		grew = false;
+		for (const s of stats) if (!tree.has(s.pid) && tree.has(s.ppid)) grew = tree.add(s.pid) && true;
+	}
+	return stats.filter((s) => tree.has(s.pid)).reduce((sum, s) => sum + s.ticks, 0) * 10; // USER_HZ = 100
+}
+
+const TRIGGER_PAGE = 200;
+const POLL_SECONDS = [0, 15, 30, 45];
+
+/** The package's trigger: every 15 s (n8n's shortest poll is a minute, several seconds per minute are allowed). */
+function imagePackTriggerWorkflow(id) {
+	return workflowOf(id, 'bench: Image Pack Trigger (beginning, manifests)', [
+		node(
+			'Image Pack Trigger',
+			IMAGEPACK_TRIGGER,
+			1,
+			{ pollTimes: { item: POLL_SECONDS.map((s) => ({ mode: 'custom', cronExpression: `${s} * * * * *` })) }, includeManifest: true, startFrom: 'beginning' },
+			{ credentials: { imagePackApi: CREDENTIAL } },
+		),
+		node('Received', 'n8n-nodes-base.noOp', 1, {}),
+	]);
+}
+
+/**
+ * What a careful user builds instead, following the API's incremental contract (§4.2): every 15 s a
+ * Code node turns the saved cursor into since_id (minus reread_overlap), HTTP Request reads the pages
+ * (its Pagination option: since_id = next_since_id until a short page), a Code node drops keys seen
+ * before (pack_id:version, kept in the workflow's static data) and moves the cursor, HTTP Request reads
+ * each new record's detail (manifest), 4 per batch.
+ */
+function userPollWorkflow(id, baseUrl) {
+	const auth = { authentication: 'genericCredentialType', genericAuthType: 'httpHeaderAuth' };
+	const credentials = { httpHeaderAuth: HEADER_AUTH };
+	const cursorCode = [
+		"const state = $getWorkflowStaticData('global');",
+		'return [{ json: { since_id: Math.max(0, (state.next ?? 0) - (state.overlap ?? 50)) } }];',
+	].join('\n');
+	const dedupeCode = [
+		"const state = $getWorkflowStaticData('global');",
+		'const seen = new Set(state.seen ?? []);',
+		'let next = state.next ?? 0;',
+		'let overlap = state.overlap ?? 50;',
+		'const fresh = [];',
+		'for (const page of $input.all()) {',
+		'  for (const record of page.json.items ?? []) {',
+		'    const key = `${record.pack_id}:${record.version}`;',
+		'    if (seen.has(key)) continue;',
+		'    seen.add(key);',
+		'    fresh.push({ json: record });',
+		'  }',
+		'  next = Math.max(next, page.json.next_since_id ?? 0);',
+		'  overlap = page.json.reread_overlap ?? overlap;',
+		'}',
+		'state.seen = [...seen];',
+		'state.next = next;',
+		'state.overlap = overlap;',
+		'return fresh;',
+	].join('\n');
+	return workflowOf(id, 'bench: Schedule + HTTP Request + Code (poll and dedupe)', [
+		node('Every 15 seconds', 'n8n-nodes-base.scheduleTrigger', 1.2, { rule: { interval: [{ field: 'seconds', secondsInterval: 15 }] } }),
+		node('Cursor', 'n8n-nodes-base.code', 2, { jsCode: cursorCode }),
+		node(
+			'List publications',
+			'n8n-nodes-base.httpRequest',
+			4.2,
+			{
+				method: 'GET',
+				url: `${baseUrl}/api/v1/image-pack-publications`,
+				...auth,
+				sendQuery: true,
+				queryParameters: {
+					parameters: [
+						{ name: 'since_id', value: '={{ $json.since_id }}' },
+						{ name: 'limit', value: String(TRIGGER_PAGE) },
+					],
+				},
+				options: {
+					pagination: {
+						pagination: {
+							paginationMode: 'updateAParameterInEachRequest',
+							parameters: { parameters: [{ type: 'qs', name: 'since_id', value: '={{ $response.body.next_since_id }}' }] },
+							paginationCompleteWhen: 'other',
+							completeExpression: `={{ $response.body.items.length < ${TRIGGER_PAGE} }}`,
+						},
+					},
+				},
+			},
+			{ credentials },
+		),
+		node('New records only', 'n8n-nodes-base.code', 2, { jsCode: dedupeCode }),
+		node(
+			'Get publication',
+			'n8n-nodes-base.httpRequest',
+			4.2,
+			{
+				method: 'GET',
+				url: `={{ '${baseUrl}/api/v1/image-pack-publications/' + $json.id }}`,
+				...auth,
+				options: { batching: { batch: { batchSize: 4, batchInterval: 10 } } },
+			},
+			{ credentials },
+		),
+	]);
+}
+
+/** A bare client's catch-up on the same host: list pages in sequence, details 4 at a time (keep-alive). */
+async function bareCatchUpMs(baseUrl, apiKey, firstId, count) {
+	const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+	const get = (url) =>
+		new Promise((resolve, reject) => {
+			http
+				.get(url, { agent, headers: { authorization: `Bearer ${apiKey}`, accept: 'application/json' } }, (res) => {
+					const chunks = [];
+					res.on('data', (c) => chunks.push(c));
+					res.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
+					res.on('error', reject);
+				})
+				.on('error', reject);
+		});
+	const started = performance.now();
+	const ids = [];
+	for (let since = firstId - 1; ; ) {
+		const page = await get(`${baseUrl}/api/v1/image-pack-publications?since_id=${since}&limit=${TRIGGER_PAGE}`);
+		ids.push(...page.items.map((r) => r.id));
+		since = page.next_since_id;
+		if (page.items.length < TRIGGER_PAGE) break;
+	}
+	let next = 0;
+	await Promise.all(
+		Array.from({ length: 4 }, async () => {
+			while (next < ids.length) await get(`${baseUrl}/api/v1/image-pack-publications/${ids[next++]}`);
+		}),
+	);
+	agent.destroy();
+	if (ids.length < count) throw new Error(`bare catch-up read ${ids.length} of ${count}`);
+	return performance.now() - started;
+}
+
+/**
+ * Trigger in a running n8n: a backlog of `backlog` publications plus three injected records — one
+ * committed late (its id allocated before the last page is read, committed after), one ordinary, one
+ * repeating an existing (pack_id, version) — drained by each approach in its own n8n start.
+ */
+export async function benchN8nTrigger(env, { endpoints, storage, backlog, timeoutMs }) {
+	const log = env.log;
+	const baseUrl = endpoints.realisticBaseUrl;
+	const approaches = [
+		{ key: 'trigger', label: 'Image Pack Trigger', workflow: imagePackTriggerWorkflow('benchImagePackTrigger') },
+		{ key: 'user', label: 'Schedule + HTTP Request + Code', workflow: userPollWorkflow('benchUserPoll', baseUrl) },
+	];
+	const tarball = await packPackage();
+	const results = [];
+	for (const approach of approaches.filter((a) => !process.env.BENCH_N8N_ONLY || a.key === process.env.BENCH_N8N_ONLY)) {
+		log(`n8n trigger: ${approach.label}, backlog ${backlog}`);
+		await env.control.reset();
+		const { firstId } = await env.control.publishBulk({ count: backlog });
+		const late = await env.control.publish({ commit: false });
+		const plain = await env.control.publish();
+		const original = await env.control.publish();
+		const repeat = await env.control.publish({ packId: original.pack_id, version: original.version });
+		const expected = new Map(); // id → key, every publication that must be emitted once
+		const user = await createUserFolder({ tarball, dir: fs.mkdtempSync(path.join(storage, 'n8n-trigger-')) });
+		try {
+			await importCredential(user.dir, [
+				{ ...CREDENTIAL, type: 'imagePackApi', data: { baseUrl, apiKey: endpoints.apiKey } },
+				{ ...HEADER_AUTH, type: 'httpHeaderAuth', data: { name: 'Authorization', value: `Bearer ${endpoints.apiKey}` } },
+			]);
+			await importWorkflow(user.dir, approach.workflow);
+			await publishWorkflow(user.dir, approach.workflow.id);
+			await env.control.clearRequests();
+			await hostStats(baseUrl, true);
+			const n8n = await startN8n({ userFolder: user.dir, echo: Boolean(process.env.BENCH_N8N_ECHO), env: { N8N_LOG_LEVEL: process.env.BENCH_N8N_ECHO ? 'debug' : 'warn' } });
+			const pid = n8n.process.pid;
+			const cpuBefore = treeCpuMs(pid);
+			let peak = procStatus(pid).rss;
+			const sampler = setInterval(() => (peak = Math.max(peak, procStatus(pid).rss)), 200);
+			let committedLate = false;
+			let lastChange = Date.now();
+			let lastProgress = -1;
+			const started = Date.now();
+			try {
+				for (;;) {
+					await new Promise((resolve) => setTimeout(resolve, 2000));
+					const lists = await env.control.requests({ route: 'listPublications' });
+					// Commit the late record once the page holding its id has been answered (without it): a client
+					// that does not re-read the overlap misses it.
+					if (!committedLate && lists.some((r) => r.status === 200 && Number(r.query.since_id) >= late.id - TRIGGER_PAGE)) {
+						await env.control.commitPublication(late.id);
+						committedLate = true;
+						log(`n8n trigger: committed the late publication ${late.id}`);
+					}
+					// Settled: no new detail request for three poll intervals (the user's workflow runs every 15 s
+					// whether or not there is anything new, so executions are no sign of progress).
+					const progress = (await hostStats(baseUrl)).details;
+					if (progress !== lastProgress) lastChange = Date.now();
+					lastProgress = progress;
+					if (committedLate && progress > 0 && Date.now() - lastChange > 50_000) break;
+					if (Date.now() - started > timeoutMs) {
+						log(`n8n trigger: ${approach.label} did not settle within ${timeoutMs / 1000} s`);
+						break;
+					}
+				}
+			} finally {
+				clearInterval(sampler);
+			}
+			const cpuMs = treeCpuMs(pid) - cpuBefore;
+			const host = await hostStats(baseUrl);
+			const lists = (await env.control.requests({ route: 'listPublications' })).length;
+			const detailRequests = (await env.control.requests({ route: 'getPublication' })).length;
+			await n8n.stop();
+			const executions = await readEmitted(user.dir, approach.workflow.id, approach.key === 'trigger' ? 'Image Pack Trigger' : 'Get publication');
+			const staticData = await querySqlite(user.dir, 'SELECT staticData FROM workflow_entity WHERE id = ?', [approach.workflow.id]);
+			for (let id = firstId; id < firstId + backlog; id++) expected.set(id, true);
+			for (const record of [late, plain, original]) expected.set(record.id, true);
+			const emitted = executions.ids;
+			const counts = new Map();
+			for (const id of emitted) counts.set(id, (counts.get(id) ?? 0) + 1);
+			const misses = [...expected.keys()].filter((id) => !counts.has(id));
+			const duplicates = [...counts.values()].reduce((sum, n) => sum + n - 1, 0) + (counts.has(repeat.id) ? 1 : 0);
+			const wallMs = executions.lastStoppedAt - host.firstAt;
+			const result = {
+				approach: approach.key,
+				label: approach.label,
+				wallMs,
+				lists,
+				details: detailRequests,
+				requests: host.requests,
+				connections: host.connections,
+				executions: executions.count,
+				emitted: emitted.length,
+				misses: misses.length,
+				missedLate: misses.includes(late.id),
+				duplicates,
+				repeatEmitted: counts.has(repeat.id),
+				staticBytes: Buffer.byteLength(staticData[0]?.staticData ?? ''),
+				peak,
+				cpuMs,
+			};
+			log(`  ${JSON.stringify(result)}`);
+			results.push(result);
+		} finally {
+			user.cleanup();
+		}
+	}
+	fs.rmSync(path.dirname(tarball), { recursive: true, force: true });
+	await env.control.reset();
+	const { firstId } = await env.control.publishBulk({ count: backlog });
+	const bareMs = await bareCatchUpMs(baseUrl, endpoints.apiKey, firstId, backlog);
+	return triggerFigures(results, { backlog, bareMs });
+}
+
+/** The ids a workflow emitted, over all its executions (the output of `nodeName`), and when the last one stopped. */
+async function readEmitted(userFolder, workflowId, nodeName) {
+	const { readExecutions } = await import('../e2e/n8n.mjs');
+	const executions = await readExecutions(userFolder, workflowId);
+	const ids = [];
+	let lastStoppedAt = 0;
+	for (const execution of executions) {
+		const items = execution.nodeOutput(nodeName);
+		if (items.length) lastStoppedAt = Math.max(lastStoppedAt, Date.parse(`${execution.stoppedAt}`.replace(' ', 'T') + (/Z|\+/.test(`${execution.stoppedAt}`) ? '' : 'Z')));
+		for (const item of items) ids.push(Number(item.json.id));
+	}
+	return { ids, count: executions.length, lastStoppedAt };
+}
+
+function triggerFigures(results, { backlog, bareMs }) {
+	const group = `N8N-2. Trigger in a running n8n: a backlog of ${backlog.toLocaleString('en-US')} publications with manifests + 1 late commit + 1 repeated (pack_id, version), polled every 15 s`;
+	const note =
+		'Trigger in n8n: wall = first API request to the end of the last execution that emitted records; ideal = a bare keep-alive client reading the same pages in sequence and details 4 at a time. ' +
+		'Misses count publications never emitted (the late commit included); duplicates count records emitted more than once, the repeated key included. CPU = n8n and its task runner.';
+	const figures = [];
+	for (const r of results) {
+		const prefix = `${r.label}:`;
+		figures.push(
+			figure({ group, figure: `${prefix} wall time (${r.executions} executions)`, measured: r.wallMs, ideal: bareMs, unit: 'ms', target: '—', note }),
+			figure({ group, figure: `${prefix} list requests`, measured: r.lists, ideal: Math.ceil(backlog / TRIGGER_PAGE), unit: '', maxValue: Math.ceil(backlog / TRIGGER_PAGE) + 2 + r.executions, target: 'pages + 1 per poll' }),
+			figure({ group, figure: `${prefix} detail (manifest) requests`, measured: r.details, ideal: backlog + 3, unit: '', maxRatio: 1, target: '= new records' }),
+			figure({ group, figure: `${prefix} misses (late commit missed: ${r.missedLate ? 'yes' : 'no'})`, measured: r.misses, ideal: 0, unit: '', maxValue: 0 }),
+			figure({ group, figure: `${prefix} duplicates (repeated key emitted: ${r.repeatEmitted ? 'yes' : 'no'})`, measured: r.duplicates, ideal: 0, unit: '', maxValue: 0 }),
+			figure({ group, figure: `${prefix} static data`, measured: r.staticBytes, ideal: null, unit: 'bytes', maxValue: 16 * 1024 }),
+			figure({ group, figure: `${prefix} CPU per request`, measured: r.cpuMs / Math.max(1, r.requests), ideal: null, unit: 'ms', target: '—' }),
+			figure({ group, figure: `${prefix} TCP connections per request`, measured: r.connections / Math.max(1, r.requests), ideal: null, unit: '', target: '—' }),
+			figure({ group, figure: `${prefix} peak RSS of the n8n process`, measured: r.peak, ideal: null, unit: 'bytes', target: '—' }),
+		);
+	}
 	return figures;
 }

@@ -1,5 +1,6 @@
 // `npm run bench [-- --quick] [-- --markdown] [-- --json] [-- --only=generate,trigger,download,overhead,queue] [-- --queue]`
-// `npm run bench -- --n8n [--quick] [--n8n-sizes=20,100] [--n8n-latency=500]`: only the figures in a real n8n (n8n.bench.mjs).
+// `npm run bench -- --n8n [--quick] [--n8n-sizes=20,100] [--n8n-latency=500] [--n8n-backlog=10000] [--n8n-parts=batch,trigger]`:
+// only the figures in a real n8n (n8n.bench.mjs).
 // (gulp bench → node --import tsx test/bench/run.mjs). The launcher owns what the linted TypeScript
 // may not touch: the clock, process memory, child processes, argv and printing. Progress goes to
 // stderr, the table (or Markdown / JSON) to stdout. Nothing is written to the work tree.
@@ -115,7 +116,9 @@ try {
 		const option = (name) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
 		const sizes = option('n8n-sizes')?.split(',').map(Number);
 		const latencyMs = option('n8n-latency') === undefined ? undefined : Number(option('n8n-latency'));
-		figures.push(...(await benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, latencyMs })));
+		const backlog = option('n8n-backlog') === undefined ? undefined : Number(option('n8n-backlog'));
+		const parts = option('n8n-parts')?.split(',');
+		figures.push(...(await benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, latencyMs, backlog, parts })));
 	}
 } finally {
 	servers.kill('SIGTERM');

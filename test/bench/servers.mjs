@@ -18,7 +18,7 @@ const emulator = await startEmulator({ port: 0, requestLogLimit: 250_000 });
 const upstream = new URL(emulator.baseUrl);
 const block = randomBytes(64 * 1024);
 // connections: TCP connections accepted, to see whether a client reuses them (keep-alive) or opens one per request.
-const fresh = () => ({ file: 0, signedFile: 0, keyOnSignedLink: 0, proxied: 0, requests: 0, connections: 0 });
+const fresh = () => ({ file: 0, signedFile: 0, keyOnSignedLink: 0, proxied: 0, requests: 0, connections: 0, lists: 0, details: 0, firstAt: 0, lastAt: 0 });
 let stats = fresh();
 
 function imageStream(size) {
@@ -33,11 +33,14 @@ let origin = '';
 const host = http.createServer((req, res) => {
 	const url = new URL(req.url ?? '/', 'http://bench');
 	if (url.pathname === '/_bench/stats') {
+		stats.connections--; // the caller's own connection (one per call)
 		res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...stats, imageBytes }));
 		if (url.searchParams.has('reset')) stats = fresh();
 		return;
 	}
 	stats.requests++;
+	stats.lastAt = Date.now();
+	stats.firstAt ||= stats.lastAt;
 	let match = /^\/api\/file\/([^/]+)$/.exec(url.pathname);
 	if (match && req.method === 'GET') {
 		stats.file++;
@@ -63,6 +66,8 @@ const host = http.createServer((req, res) => {
 		return;
 	}
 	stats.proxied++;
+	if (/^\/api\/v1\/image-pack-publications\/?$/.test(url.pathname)) stats.lists++;
+	else if (/^\/api\/v1\/image-pack-publications\/\d+$/.test(url.pathname)) stats.details++;
 	const forward = http.request(
 		{ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
 		(answer) => {
