@@ -561,7 +561,7 @@ export async function benchN8nTrigger(env, { endpoints, storage, backlog, timeou
 		const late = await env.control.publish({ commit: false });
 		const plain = await env.control.publish();
 		const original = await env.control.publish();
-		const repeat = await env.control.publish({ packId: original.pack_id, version: original.version });
+		const repeat = await env.control.repeatPublication(original.id);
 		const expected = new Map(); // id → key, every publication that must be emitted once
 		const user = await createUserFolder({ tarball, dir: fs.mkdtempSync(path.join(storage, 'n8n-trigger-')) });
 		try {
