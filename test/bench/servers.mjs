@@ -18,7 +18,7 @@ const emulator = await startEmulator({ port: 0, requestLogLimit: 250_000 });
 const upstream = new URL(emulator.baseUrl);
 const block = randomBytes(64 * 1024);
 // connections: TCP connections accepted, to see whether a client reuses them (keep-alive) or opens one per request.
-const fresh = () => ({ file: 0, signedFile: 0, keyOnSignedLink: 0, proxied: 0, requests: 0, connections: 0, lists: 0, details: 0, firstAt: 0, lastAt: 0 });
+const fresh = () => ({ file: 0, signedFile: 0, keyOnSignedLink: 0, proxied: 0, requests: 0, connections: 0, lists: 0, details: 0, proxyErrors: 0, firstAt: 0, lastAt: 0 });
 let stats = fresh();
 
 function imageStream(size) {
@@ -69,13 +69,17 @@ const host = http.createServer((req, res) => {
 	if (/^\/api\/v1\/image-pack-publications\/?$/.test(url.pathname)) stats.lists++;
 	else if (/^\/api\/v1\/image-pack-publications\/\d+$/.test(url.pathname)) stats.details++;
 	const forward = http.request(
-		{ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+		// A fresh connection per request: a kept-alive one that the emulator closes while idle resets the next request.
+		{ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers, agent: false },
 		(answer) => {
 			res.writeHead(answer.statusCode ?? 502, answer.headers);
 			answer.pipe(res);
 		},
 	);
-	forward.on('error', () => res.destroy());
+	forward.on('error', () => {
+		stats.proxyErrors++;
+		res.destroy();
+	});
 	req.pipe(forward);
 });
 host.on('connection', () => stats.connections++);
