@@ -371,10 +371,10 @@ function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, image
  * Everything `--n8n` measures. Options: quick (N = 20, 100), sizes / latencyMs overrides
  * (`--n8n-sizes=20,100`, `--n8n-latency=500`).
  */
-export async function benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, latencyMs, backlog, parts = ['batch', 'trigger'] }) {
+export async function benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, latencyMs, backlog, triggerTimeoutMs, parts = ['batch', 'trigger'] }) {
 	const figures = [];
 	if (parts.includes('trigger')) {
-		figures.push(...(await benchN8nTrigger(env, { endpoints, storage, backlog: backlog ?? (quick ? 2_000 : 10_000), timeoutMs: 30 * 60_000 })));
+		figures.push(...(await benchN8nTrigger(env, { endpoints, storage, backlog: backlog ?? (quick ? 2_000 : 10_000), timeoutMs: triggerTimeoutMs ?? 30 * 60_000 })));
 	}
 	if (parts.includes('batch')) figures.push(
 		...(await benchN8nBatch(env, {

@@ -1,5 +1,5 @@
 // `npm run bench [-- --quick] [-- --markdown] [-- --json] [-- --only=generate,trigger,download,overhead,queue] [-- --queue]`
-// `npm run bench -- --n8n [--quick] [--n8n-sizes=20,100] [--n8n-latency=500] [--n8n-backlog=10000] [--n8n-parts=batch,trigger]`:
+// `npm run bench -- --n8n [--quick] [--n8n-sizes=20,100] [--n8n-latency=500] [--n8n-backlog=10000] [--n8n-trigger-minutes=30] [--n8n-parts=batch,trigger]`:
 // only the figures in a real n8n (n8n.bench.mjs).
 // (gulp bench → node --import tsx test/bench/run.mjs). The launcher owns what the linted TypeScript
 // may not touch: the clock, process memory, child processes, argv and printing. Progress goes to
@@ -118,7 +118,8 @@ try {
 		const latencyMs = option('n8n-latency') === undefined ? undefined : Number(option('n8n-latency'));
 		const backlog = option('n8n-backlog') === undefined ? undefined : Number(option('n8n-backlog'));
 		const parts = option('n8n-parts')?.split(',');
-		figures.push(...(await benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, latencyMs, backlog, parts })));
+		const triggerTimeoutMs = option('n8n-trigger-minutes') === undefined ? undefined : Number(option('n8n-trigger-minutes')) * 60_000;
+		figures.push(...(await benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, latencyMs, backlog, triggerTimeoutMs, parts })));
 	}
 } finally {
 	servers.kill('SIGTERM');
