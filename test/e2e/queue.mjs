@@ -94,12 +94,15 @@ export async function startQueueCluster({
 			});
 			return cluster.workers[index];
 		};
-		// All at once: n8n serializes its schema migrations with a lock in the database.
-		await Promise.all([cluster.startMain(), ...cluster.folders.workers.map((_, index) => cluster.startWorker(index))]);
+		// Registered first: if one process fails to start, the others that did are stopped too.
 		stops.push(async () => {
 			await cluster.main?.stop();
 			await Promise.all(cluster.workers.map((worker) => worker?.stop()));
 		});
+		// All at once: n8n serializes its schema migrations with a lock in the database.
+		const starts = [cluster.startMain(), ...cluster.folders.workers.map((_, index) => cluster.startWorker(index))];
+		const failed = (await Promise.allSettled(starts)).find((result) => result.status === 'rejected');
+		if (failed) throw failed.reason;
 	} catch (error) {
 		await stopAll(stops);
 		throw error;
