@@ -158,7 +158,13 @@ function additionalData(credentials?: HarnessCredentials): IWorkflowExecuteAddit
 function makeNode(
 	nodeType: INodeType,
 	parameters: INodeParameters,
-	options: { name?: string; continueOnFail?: boolean; asTool?: boolean; typeVersion?: number },
+	options: {
+		name?: string;
+		continueOnFail?: boolean;
+		asTool?: boolean;
+		typeVersion?: number;
+		retryOnFail?: boolean;
+	},
 ): INode {
 	const version = nodeType.description.version;
 	return {
@@ -171,6 +177,7 @@ function makeNode(
 		parameters,
 		credentials: { imagePackApi: { id: 'cred-1', name: 'Image Pack account' } },
 		onError: options.continueOnFail ? 'continueRegularOutput' : undefined,
+		retryOnFail: options.retryOnFail,
 	};
 }
 
@@ -183,6 +190,8 @@ export interface RunNodeOptions {
 	mode?: WorkflowExecuteMode;
 	/** n8n's execution cancel signal, as the editor's Stop or the REST API fire it. */
 	abortSignal?: AbortSignal;
+	/** The node setting Retry On Fail. */
+	retryOnFail?: boolean;
 	/**
 	 * Run as the AI-tool variant (`imagePackTool`), as AI Agent 3.x runs a tool call: an ordinary
 	 * ExecuteContext whose input item carries the model's arguments and `toolCallId`.

@@ -676,3 +676,27 @@ async function waitUntil(check: () => boolean) {
 	for (let tries = 0; tries < 200 && !check(); tries++) await sleep(50);
 	expect(check()).toBe(true);
 }
+
+describe('Retry On Fail', () => {
+	it('Generate refuses to run with it, before anything is sent', async () => {
+		const error = await runNode({
+			nodeType: new ImagePack(),
+			parameters: generate(),
+			credentials: { baseUrl: api.url, apiKey: KEY },
+			retryOnFail: true,
+		}).catch((caught: Failure) => caught);
+		expect((error as Failure).message).toMatch(/does not run with Retry On Fail/);
+		expect(api.seen).toHaveLength(0);
+	});
+
+	it('the read operations keep it (a read can be repeated)', async () => {
+		api.script(DETAIL, (_request, reply) => reply.send({ id: 7 }));
+		const [[item]] = await runNode({
+			nodeType: new ImagePack(),
+			parameters: { resource: 'publication', operation: 'get', publicationId: '7' },
+			credentials: { baseUrl: api.url, apiKey: KEY },
+			retryOnFail: true,
+		});
+		expect(item.json.id).toBe(7);
+	});
+});

@@ -543,6 +543,26 @@ async function generateOne(
 }
 
 /**
+ * n8n's Retry On Fail re-runs the whole node when it throws, and also when its first output item holds
+ * an `error` (Continue On Fail): every item would be generated and charged again. n8n offers nodes no
+ * way to narrow it, so Generate refuses to run with it, before anything is sent; the node itself
+ * retries what is safe (429 rate_limited, refused connections) and Continue On Fail keeps the others.
+ */
+function refuseRetryOnFail(ctx: IExecuteFunctions): void {
+	if (ctx.getNode().retryOnFail !== true) return;
+	const error = new NodeOperationError(
+		ctx.getNode(),
+		'Generate does not run with Retry On Fail: n8n would re-run every item of the node, generating and charging the successful ones again',
+		{
+			description:
+				'Turn off Settings → Retry On Fail for this node. The node already retries what is safe (429 rate_limited after Retry-After, refused connections); set Settings → On Error → Continue so one failing item does not stop the others. Nothing was sent.',
+		},
+	);
+	Object.assign(error.context, { code: 'retry_on_fail_refused' });
+	throw error;
+}
+
+/**
  * Every item is validated before the first request, so a bad row in a batch costs nothing and
  * stops nothing half-way. Requests then run with bounded concurrency, output in input order.
  */
@@ -550,6 +570,7 @@ export async function execute(
 	this: IExecuteFunctions,
 	items: INodeExecutionData[],
 ): Promise<INodeExecutionData[]> {
+	refuseRetryOnFail(this);
 	const continueOnFail = this.continueOnFail();
 	const connection = await getConnection(this);
 	const run: RunSettings = { asTool: runsAsTool(this), ledger: new ExecutionLedger(this) };
