@@ -38,7 +38,16 @@ function queue() {
 	return runE2e((name) => name === 'queue.test.mjs', { E2E_SKIP_N8N_V1: '1' });
 }
 
-async function runE2e(wanted, prepareEnv = {}) {
+/**
+ * The editor in Debian's Chromium (test/e2e/editor.test.mjs, also part of e2e):
+ * `npm run test:ui`, or `npm run test:ui -- --screenshots` to rewrite the README's pictures in docs/images/.
+ */
+function ui() {
+	const screenshots = process.argv.includes('--screenshots');
+	return runE2e((name) => name === 'editor.test.mjs', {}, screenshots ? { UI_SCREENSHOTS: '1' } : {});
+}
+
+async function runE2e(wanted, prepareEnv = {}, testEnv = {}) {
 	const dir = path.join('test', 'e2e');
 	// Install n8n (first run only) and build + pack once, with plain progress output, then the suites.
 	const tarball = execFileSync(process.execPath, [path.join(dir, 'prepare.mjs')], {
@@ -50,8 +59,9 @@ async function runE2e(wanted, prepareEnv = {}) {
 		.split('\n')
 		.pop();
 	const files = fs.readdirSync(dir).filter(wanted).map((name) => path.join(dir, name));
-	const env = { ...process.env, IMAGEPACK_TARBALL: tarball };
-	return run(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...process.argv.slice(3), ...files], {
+	const env = { ...process.env, ...testEnv, IMAGEPACK_TARBALL: tarball };
+	const args = process.argv.slice(3).filter((arg) => arg !== '--screenshots');
+	return run(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...args, ...files], {
 		env,
 	}).finally(() => fs.rmSync(path.dirname(tarball), { recursive: true, force: true }));
 }
@@ -71,4 +81,4 @@ function scan() {
 	return run('npm', ['run', 'build']).then(() => run(process.execPath, ['test/scan/scan.mjs']));
 }
 
-module.exports = { emulator, e2e, queue, sandbox, bench, scan, run };
+module.exports = { emulator, e2e, queue, ui, sandbox, bench, scan, run };

@@ -1,0 +1,326 @@
+/**
+ * The editor, as a person uses it: Debian's Chromium (headless, driven by playwright-core) against
+ * the sandbox (`npm run sandbox`'s own setup: emulator, pinned n8n 2.41.1 with the package, the
+ * credential, the example workflows and the owner account), logged in with the README's account.
+ *
+ *   npm run test:ui                    this file alone (build + pack first)
+ *   npm run test:ui -- --screenshots   also writes the README's pictures to docs/images/
+ *
+ * Chromium: /usr/bin/chromium (Debian's package). Missing, it is installed with apt-get when running as
+ * root; otherwise the suite skips with one line saying what to install. No browser is downloaded.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+
+import { chain, node } from './fixtures.mjs';
+import { REPO_ROOT } from './n8n.mjs';
+import { OWNER, startSandbox } from './sandbox.mjs';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOTS = process.env.UI_SCREENSHOTS === '1';
+const SCREENSHOT_DIR = path.join(REPO_ROOT, 'docs', 'images');
+const IMAGE_PACK = 'n8n-nodes-imagepack.imagePack';
+const TRIGGER = 'n8n-nodes-imagepack.imagePackTrigger';
+/** Generous: n8n's editor on a loaded 2-core machine. Every wait is for a condition, never a sleep. */
+const WAIT = 60_000;
+
+/** Chromium from Debian, installed when missing and possible; else the reason to skip. */
+function chromiumOrSkipReason() {
+	if (fs.existsSync(CHROMIUM)) return null;
+	if (process.getuid?.() !== 0) return `editor suite skipped: ${CHROMIUM} is missing; install Debian's chromium (sudo apt-get install -y chromium)`;
+	process.stderr.write('[ui] installing Debian chromium (apt-get install -y chromium)…\n');
+	const apt = (args) => execFileSync('apt-get', args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+	try {
+		apt(['install', '-y', '--no-install-recommends', 'chromium']);
+	} catch {
+		apt(['update']);
+		apt(['install', '-y', '--no-install-recommends', 'chromium']);
+	}
+	return fs.existsSync(CHROMIUM) ? null : `editor suite skipped: apt-get did not install ${CHROMIUM}`;
+}
+
+/** Workflows only this suite opens (the examples come with the sandbox). */
+const uiWorkflows = [
+	chain('uiModelSwitch1', 'UI: model switch', [
+		node('Generate', IMAGE_PACK, { resource: 'image', operation: 'generate', prompt: 'A teapot', model: 'nano-banana-2' }),
+	]),
+	chain('uiValidation01', 'UI: validation before sending', [
+		node('Rows', 'n8n-nodes-base.code', { jsCode: 'return [{ json: { ratio: "1:1" } }, { json: { ratio: "4:5" } }];' }, { typeVersion: 2 }),
+		node('Generate', IMAGE_PACK, { resource: 'image', operation: 'generate', prompt: 'A brass lamp', model: 'seedream-5-0-pro', ratio: '={{ $json.ratio }}' }),
+	]),
+	{
+		id: 'uiTriggerTest1',
+		name: 'UI: new publications',
+		nodes: [{ id: 'trigger', name: 'New publication', type: TRIGGER, typeVersion: 1, position: [0, 0], parameters: {} }],
+		connections: {},
+		settings: { executionOrder: 'v1' },
+	},
+	chain('uiPicker000001', 'UI: publication picker', [
+		node('Saved ID', IMAGE_PACK, { resource: 'publication', operation: 'get', publicationId: 1 }),
+		node('Pick publication', IMAGE_PACK, { resource: 'publication', operation: 'get', publicationId: { __rl: true, mode: 'list', value: '' } }, { typeVersion: 1.1 }),
+	]),
+];
+
+const skipReason = chromiumOrSkipReason();
+if (skipReason) process.stdout.write(`${skipReason}\n`);
+
+describe('the editor in Chromium (n8n 2.41.1, the sandbox)', { skip: skipReason ?? false }, () => {
+	let sandbox;
+	let browser;
+	let page;
+	const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'imagepack-ui-'));
+
+	const byId = (id) => page.getByTestId(id);
+	const canvasNode = (name) => page.locator(`[data-test-id="canvas-node"][data-node-name="${name}"]`);
+	const parameter = (name) => byId(`parameter-input-${name}`);
+	const ndv = () => byId('ndv');
+	const outputPanel = () => byId('output-panel');
+
+	/** A test that leaves a picture of the page where it failed (in the temp folder, named in the log). */
+	function check(name, body) {
+		it(name, async () => {
+			try {
+				await body();
+			} catch (error) {
+				const file = path.join(os.tmpdir(), `imagepack-ui-failure-${name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60)}.png`);
+				await page?.screenshot({ path: file }).catch(() => {});
+				process.stderr.write(`[ui] page at the failure: ${file}\n`);
+				throw error;
+			}
+		});
+	}
+
+	async function screenshot(name, locator = page) {
+		if (!SCREENSHOTS) return;
+		fs.mkdirSync(SCREENSHOT_DIR, { recursive: true });
+		const file = path.join(SCREENSHOT_DIR, `${name}.png`);
+		await locator.screenshot({ path: file });
+		// Smaller files for the repository, losslessly, when Debian's optipng is there.
+		if (fs.existsSync('/usr/bin/optipng')) execFileSync('/usr/bin/optipng', ['-quiet', '-o2', file]);
+	}
+
+	async function openWorkflow(id) {
+		await page.goto(`${sandbox.url}/workflow/${id}`);
+		await page.locator('[data-test-id="canvas-node"]').first().waitFor({ timeout: WAIT });
+	}
+
+	async function openNode(name) {
+		await canvasNode(name).dblclick();
+		await ndv().waitFor({ timeout: WAIT });
+	}
+
+	async function closeNode() {
+		await byId('ndv-close-button').click();
+		await ndv().waitFor({ state: 'hidden', timeout: WAIT });
+	}
+
+	/** Picks an option of an options parameter by its visible name. */
+	async function choose(parameterName, optionName) {
+		await parameter(parameterName).click();
+		const options = page.locator('.el-select-dropdown__item:visible');
+		await options.filter({ has: page.getByText(optionName, { exact: true }) }).first().click();
+	}
+
+	/** The names an options parameter offers (opens and closes its dropdown). */
+	async function optionsOf(parameterName) {
+		await parameter(parameterName).click();
+		const options = page.locator('.el-select-dropdown__item:visible');
+		await options.first().waitFor();
+		const names = (await options.allInnerTexts()).map((text) => text.trim().split('\n')[0]);
+		await page.keyboard.press('Escape');
+		return names;
+	}
+
+	before(async () => {
+		sandbox = await startSandbox({
+			n8nPort: 0,
+			emulatorPort: 0,
+			dir: path.join(profile, 'n8n'),
+			reset: true,
+			tarball: process.env.IMAGEPACK_TARBALL,
+			workflows: uiWorkflows,
+		});
+		const { chromium, selectors } = await import('playwright-core');
+		selectors.setTestIdAttribute('data-test-id');
+		browser = await chromium.launchPersistentContext(path.join(profile, 'chromium'), {
+			executablePath: CHROMIUM,
+			headless: true,
+			viewport: { width: 1400, height: 900 },
+			args: [
+				'--no-sandbox',
+				'--disable-gpu',
+				'--disable-quic',
+				'--no-first-run',
+				'--disable-background-networking',
+				'--disable-component-update',
+				'--disable-sync',
+			],
+		});
+		const context = browser;
+		context.setDefaultTimeout(WAIT);
+		page = await context.newPage();
+		// Log in as the README's owner account, through the sign-in form.
+		await page.goto(`${sandbox.url}/signin`);
+		await byId('emailOrLdapLoginId').locator('input').fill(OWNER.email);
+		await byId('password').locator('input').fill(OWNER.password);
+		await byId('form-submit-button').click();
+		await page.waitForURL((url) => !url.pathname.includes('signin'));
+	});
+
+	after(async () => {
+		await browser?.close();
+		await sandbox?.stop();
+		if (!process.env.KEEP_E2E) fs.rmSync(profile, { recursive: true, force: true });
+	});
+
+	check('the node panel finds Image Pack: the trigger and all four actions, with their names', async () => {
+		await page.goto(`${sandbox.url}/workflow/new`);
+		await byId('canvas-wrapper').waitFor();
+		await page.keyboard.press('n');
+		await byId('node-creator-search-bar').fill('Image Pack');
+		await byId('node-creator-item-name').filter({ hasText: /^Image Pack$/ }).first().click();
+		await page.getByText(/^Actions \(4\)$/).click();
+		const creator = byId('node-creator');
+		for (const name of ['On new Image Pack event', 'Download a file', 'Generate product images', 'Get a publication', 'Get many publications']) {
+			await creator.getByText(name, { exact: true }).waitFor();
+		}
+		await screenshot('node-panel', byId('node-creator'));
+		await page.keyboard.press('Escape');
+	});
+
+	check('the scheduled batch example runs from the editor; Generate shows its images under Binary, and View shows one', async () => {
+		await openWorkflow('ipxBatchGenerate');
+		await byId('execute-workflow-button').click();
+		await canvasNode('Save results').getByTestId('canvas-node-status-success').waitFor();
+		await openNode('Generate images');
+		await outputPanel().getByTestId('radio-button-binary').click();
+		// One card per binary of the first item: image_0 and image_1, PNG files with their names.
+		const cards = outputPanel().getByTestId('ndv-binary-data_0');
+		await cards.nth(1).waitFor();
+		const [first, second] = await cards.allInnerTexts();
+		for (const [text, key] of [[first, 'image_0'], [second, 'image_1']]) {
+			assert.match(text, new RegExp(key));
+			assert.match(text, /File Name:\s*\S+\.png/);
+			assert.match(text, /Mime Type:\s*image\/png/);
+		}
+		await screenshot('generate-binary', ndv());
+		await cards.first().getByTestId('ndv-view-binary-data').click();
+		const image = page.locator('img[src*="binary-data"]').first();
+		await image.waitFor();
+		await page.waitForFunction((img) => img.complete && img.naturalWidth > 0, await image.elementHandle());
+		const size = await image.evaluate((img) => [img.naturalWidth, img.naturalHeight]);
+		assert.deepEqual(size, [2048, 2048]);
+		await screenshot('generated-image', image);
+		await page.keyboard.press('Escape');
+	});
+
+	check('switching Model changes what Ratio and Resolution offer (load options via the REST API), Quality and the notice', async () => {
+		await openWorkflow('uiModelSwitch1');
+		await openNode('Generate');
+		const loadOptions = [];
+		page.on('request', (request) => {
+			if (request.url().includes('/rest/dynamic-node-parameters/options')) loadOptions.push(request.postDataJSON());
+		});
+		assert.deepEqual(await optionsOf('ratio'), ['1:1', '3:4', '4:5', '16:9', '9:16']);
+		assert.equal(await parameter('quality').count(), 0);
+		await choose('model', 'Seedream 5.0 Pro (Testing)');
+		assert.deepEqual(await optionsOf('ratio'), ['1:1', '3:4', '16:9', '9:16']);
+		assert.deepEqual((await optionsOf('resolution')).slice(1), ['1K', '2K']);
+		await ndv().getByText(/Seedream 5\.0 Pro: ratios 1:1, 3:4, 16:9, 9:16/).waitFor();
+		assert.equal(await parameter('quality').count(), 0);
+		await choose('model', 'GPT Image 2');
+		await parameter('quality').waitFor();
+		assert.deepEqual((await optionsOf('resolution')).slice(1), ['1K', '2K', '4K']);
+		assert.ok(loadOptions.some((body) => body?.methodName === 'getRatios' && body?.currentNodeParameters?.model === 'seedream-5-0-pro'));
+		await screenshot('model-switch', ndv());
+		await closeNode();
+	});
+
+	check('a validation error set by expression shows item, parameter and allowed values; nothing is sent', async () => {
+		await openWorkflow('uiValidation01');
+		await sandbox.emulator.control.clearRequests();
+		await byId('execute-workflow-button').click();
+		// The editor reports the failure in its toast, and on the node.
+		await page.getByText(/Problem in node .Generate./).waitFor();
+		await page.getByText('Item 1: Ratio "4:5" is not allowed for seedream-5-0-pro. Allowed values: 1:1, 3:4, 16:9, 9:16').first().waitFor();
+		await canvasNode('Generate').getByTestId('canvas-node-status-mark-error').waitFor();
+		assert.deepEqual(await sandbox.emulator.control.requests({ route: 'generate' }), []);
+		await screenshot('validation-error');
+	});
+
+	check("the trigger's Fetch Test Event shows the newest publication with its manifest", async () => {
+		await openWorkflow('uiTriggerTest1');
+		await openNode('New publication');
+		await byId('node-execute-button').click();
+		await outputPanel().getByTestId('radio-button-json').click();
+		await outputPanel().getByText(/"pack_id": "pk_mugs"/).first().waitFor();
+		const json = (await outputPanel().innerText()).replace(/\s+/g, ' ');
+		assert.match(json, /"id": 3, "pack_id": "pk_mugs", "version": 2,/);
+		assert.match(json, /"manifest": \{ "schemaVersion": 3, "blocks": \[/);
+		await screenshot('trigger-output', ndv());
+		await closeNode();
+	});
+
+	check('the publication picker lists the newest first, searches, and a saved plain ID still shows as a plain field', async () => {
+		await openWorkflow('uiPicker000001');
+		await openNode('Saved ID');
+		assert.equal(await parameter('publicationId').locator('input').inputValue(), '1');
+		assert.equal(await byId('resource-locator-publicationId').count(), 0);
+		await closeNode();
+		await openNode('Pick publication');
+		const locator = byId('resource-locator-publicationId');
+		await locator.getByTestId('rlc-input').click();
+		const items = page.getByTestId('rlc-item');
+		await items.first().waitFor();
+		const names = (await items.allInnerTexts()).map((text) => text.trim());
+		assert.match(names[0], /^#3 · pk_mugs v2 · ST-\d+ · \d{4}-\d\d-\d\d \d\d:\d\d UTC$/);
+		assert.deepEqual(names.map((name) => name.split(' · ')[0]), ['#3', '#2', '#1']);
+		await screenshot('publication-picker', ndv());
+		await page.getByTestId('rlc-search').fill('totes');
+		await page.getByTestId('rlc-item').filter({ hasText: /^#2 · pk_totes v1/ }).waitFor();
+		assert.equal(await page.getByTestId('rlc-item').count(), 1);
+		await page.getByTestId('rlc-item').first().click();
+		await byId('node-execute-button').click();
+		await outputPanel().getByTestId('radio-button-json').click();
+		await outputPanel().getByText(/"pack_id": "pk_totes"/).first().waitFor();
+		await closeNode();
+	});
+
+	check('the credential dialog: the test passes with the emulator key, and says clearly what is wrong with a bad key or a missing scope', async () => {
+		await openWorkflow('uiModelSwitch1');
+		await openNode('Generate');
+		await byId('credential-edit-button').click();
+		const dialog = byId('editCredential-modal');
+		await dialog.waitFor();
+		const apiKey = dialog.getByTestId('apiKey').locator('input');
+		// n8n tests the credential on save; "More details" shows the credential's own message.
+		const failure = async (message) => {
+			const more = dialog.getByText('More details');
+			const shown = dialog.getByText(message);
+			await shown.or(more).first().waitFor();
+			if (await more.isVisible()) await more.click();
+			await shown.waitFor();
+		};
+		const save = dialog.getByTestId('credential-save-button');
+		const { control, apiKey: goodKey } = sandbox.emulator;
+		const limited = await control.createKey({ scopes: ['generate:write', 'assets:read'] });
+
+		await apiKey.fill('sk_wrong_key_for_the_ui_test');
+		await save.click();
+		await failure(/The API key is missing, invalid, revoked or expired \(401\)/);
+
+		await apiKey.fill(limited.key);
+		await save.click();
+		await failure(/lacks the documents:read scope \(403 insufficient_scope\)/);
+		await screenshot('credential-403', dialog);
+
+		await apiKey.fill(goodKey);
+		await save.click();
+		await dialog.getByTestId('credentials-config-container-test-success').waitFor();
+		await page.keyboard.press('Escape');
+	});
+});
