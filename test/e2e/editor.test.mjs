@@ -236,7 +236,6 @@ describe('the editor in Chromium (n8n 2.41.1, the sandbox)', { skip: skipReason 
 		await parameter('quality').waitFor();
 		assert.deepEqual((await optionsOf('resolution')).slice(1), ['1K', '2K', '4K']);
 		assert.ok(loadOptions.some((body) => body?.methodName === 'getRatios' && body?.currentNodeParameters?.model === 'seedream-5-0-pro'));
-		await screenshot('model-switch', ndv());
 		await closeNode();
 	});
 
@@ -249,7 +248,6 @@ describe('the editor in Chromium (n8n 2.41.1, the sandbox)', { skip: skipReason 
 		await page.getByText('Item 1: Ratio "4:5" is not allowed for seedream-5-0-pro. Allowed values: 1:1, 3:4, 16:9, 9:16').first().waitFor();
 		await canvasNode('Generate').getByTestId('canvas-node-status-mark-error').waitFor();
 		assert.deepEqual(await sandbox.emulator.control.requests({ route: 'generate' }), []);
-		await screenshot('validation-error');
 	});
 
 	check("the trigger's Fetch Test Event shows the newest publication with its manifest", async () => {
@@ -316,7 +314,6 @@ describe('the editor in Chromium (n8n 2.41.1, the sandbox)', { skip: skipReason 
 		await apiKey.fill(limited.key);
 		await save.click();
 		await failure(/lacks the documents:read scope \(403 insufficient_scope\)/);
-		await screenshot('credential-403', dialog);
 
 		await apiKey.fill(goodKey);
 		await save.click();
