@@ -274,6 +274,10 @@ export class EmulatorControl {
 	setLatency(route: RouteName | '*', ms: number): Promise<Record<string, number>> {
 		return this.call('PUT', '/latency', { route, ms });
 	}
+	/** The latencies in effect, by route. */
+	latency(): Promise<Record<string, number>> {
+		return this.call('GET', '/latency');
+	}
 	injectFault(fault: FaultOptions): Promise<{ id: number; route: string; kind: string; when: string; remaining: number }> {
 		return this.call('POST', '/faults', fault);
 	}
