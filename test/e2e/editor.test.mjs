@@ -127,12 +127,34 @@ describe('the editor in Chromium (n8n 2.41.1, the sandbox)', { skip: skipReason 
 
 	/** The names an options parameter offers (opens and closes its dropdown). */
 	async function optionsOf(parameterName) {
-		await parameter(parameterName).click();
 		const options = page.locator('.el-select-dropdown__item:visible');
-		await options.first().waitFor();
+		// After another parameter changed, the field re-renders while its options reload: a click can
+		// land on the element being replaced, so the list is opened again until it shows.
+		const until = Date.now() + WAIT;
+		for (;;) {
+			await parameter(parameterName).click();
+			try {
+				await options.first().waitFor({ timeout: 5_000 });
+				break;
+			} catch (error) {
+				if (Date.now() > until) throw error;
+				await page.keyboard.press('Escape');
+			}
+		}
 		const names = (await options.allInnerTexts()).map((text) => text.trim().split('\n')[0]);
 		await page.keyboard.press('Escape');
 		return names;
+	}
+
+	/** Waits until an options parameter offers `expected` (after `pick`), then asserts it. */
+	async function optionsBecome(parameterName, expected, pick = (names) => names) {
+		const until = Date.now() + WAIT;
+		let names = pick(await optionsOf(parameterName));
+		while (JSON.stringify(names) !== JSON.stringify(expected) && Date.now() < until) {
+			await page.waitForTimeout(250); // the options reload through the REST API; poll for them
+			names = pick(await optionsOf(parameterName));
+		}
+		assert.deepEqual(names, expected);
 	}
 
 	before(async () => {
@@ -225,16 +247,16 @@ describe('the editor in Chromium (n8n 2.41.1, the sandbox)', { skip: skipReason 
 		page.on('request', (request) => {
 			if (request.url().includes('/rest/dynamic-node-parameters/options')) loadOptions.push(request.postDataJSON());
 		});
-		assert.deepEqual(await optionsOf('ratio'), ['1:1', '3:4', '4:5', '16:9', '9:16']);
+		await optionsBecome('ratio', ['1:1', '3:4', '4:5', '16:9', '9:16']);
 		assert.equal(await parameter('quality').count(), 0);
 		await choose('model', 'Seedream 5.0 Pro (Testing)');
-		assert.deepEqual(await optionsOf('ratio'), ['1:1', '3:4', '16:9', '9:16']);
-		assert.deepEqual((await optionsOf('resolution')).slice(1), ['1K', '2K']);
+		await optionsBecome('ratio', ['1:1', '3:4', '16:9', '9:16']);
+		await optionsBecome('resolution', ['1K', '2K'], (names) => names.slice(1));
 		await ndv().getByText(/Seedream 5\.0 Pro: ratios 1:1, 3:4, 16:9, 9:16/).waitFor();
 		assert.equal(await parameter('quality').count(), 0);
 		await choose('model', 'GPT Image 2');
 		await parameter('quality').waitFor();
-		assert.deepEqual((await optionsOf('resolution')).slice(1), ['1K', '2K', '4K']);
+		await optionsBecome('resolution', ['1K', '2K', '4K'], (names) => names.slice(1));
 		assert.ok(loadOptions.some((body) => body?.methodName === 'getRatios' && body?.currentNodeParameters?.model === 'seedream-5-0-pro'));
 		await closeNode();
 	});
