@@ -212,6 +212,13 @@ function httpRequestBatch(id, c, baseUrl, latencyMs, fetchIntervalMs) {
 	]);
 }
 
+/** `--n8n-cpu-prof=<dir>`: n8n (and its task runner) write V8 CPU profiles there when they exit; read them with cpu-profile.mjs. */
+function profiling(cpuProfDir) {
+	if (!cpuProfDir) return {};
+	fs.mkdirSync(cpuProfDir, { recursive: true });
+	return { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${path.resolve(cpuProfDir)}` };
+}
+
 const APPROACHES = [
 	{ key: 'imagepack', label: 'Image Pack node' },
 	{ key: 'http', label: 'HTTP Request node' },
@@ -221,7 +228,7 @@ const APPROACHES = [
  * Scheduled batch in a running n8n: N items × concurrency c × both approaches, interleaved so that
  * the machine's load falls on both alike.
  */
-export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrencies, latencyMs, imageBytes }) {
+export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrencies, latencyMs, imageBytes, cpuProfDir }) {
 	const log = env.log;
 	const baseUrl = endpoints.realisticBaseUrl;
 	const fetchMs = await bareFetchMs(baseUrl, endpoints.apiKey);
@@ -243,7 +250,11 @@ export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrenc
 	await importWorkflow(user.dir, workflows);
 	for (const workflow of workflows) await publishWorkflow(user.dir, workflow.id);
 
-	const n8n = await startN8n({ userFolder: user.dir, echo: Boolean(process.env.BENCH_N8N_ECHO), env: { N8N_DEFAULT_BINARY_DATA_MODE: 'filesystem', N8N_LOG_LEVEL: process.env.BENCH_N8N_ECHO ? 'debug' : 'warn' } });
+	const n8n = await startN8n({
+		userFolder: user.dir,
+		echo: Boolean(process.env.BENCH_N8N_ECHO),
+		env: { N8N_DEFAULT_BINARY_DATA_MODE: 'filesystem', N8N_LOG_LEVEL: process.env.BENCH_N8N_ECHO ? 'debug' : 'warn', ...profiling(cpuProfDir) },
+	});
 	const pid = n8n.process.pid;
 	const binaryDir = path.join(user.n8nDir, 'storage');
 	const results = [];
@@ -371,10 +382,12 @@ function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, image
  * Everything `--n8n` measures. Options: quick (N = 20, 100), sizes / latencyMs overrides
  * (`--n8n-sizes=20,100`, `--n8n-latency=500`).
  */
-export async function benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, latencyMs, backlog, triggerTimeoutMs, parts = ['batch', 'trigger'] }) {
+export async function benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts = ['batch', 'trigger'], cpuProfDir }) {
 	const figures = [];
 	if (parts.includes('trigger')) {
-		figures.push(...(await benchN8nTrigger(env, { endpoints, storage, backlog: backlog ?? (quick ? 2_000 : 10_000), timeoutMs: triggerTimeoutMs ?? 30 * 60_000 })));
+		figures.push(
+			...(await benchN8nTrigger(env, { endpoints, storage, backlog: backlog ?? (quick ? 2_000 : 10_000), timeoutMs: triggerTimeoutMs ?? 30 * 60_000, cpuProfDir })),
+		);
 	}
 	if (parts.includes('batch')) figures.push(
 		...(await benchN8nBatch(env, {
@@ -382,8 +395,9 @@ export async function benchN8n(env, { endpoints, storage, quick, imageBytes, siz
 			storage,
 			imageBytes,
 			sizes: sizes ?? (quick ? [20, 100] : [20, 100, 500]),
-			concurrencies: [1, 8],
+			concurrencies: concurrencies ?? [1, 8],
 			latencyMs: latencyMs ?? 500,
+			cpuProfDir,
 		})),
 	);
 	return figures;
@@ -545,7 +559,7 @@ async function bareCatchUpMs(baseUrl, apiKey, firstId, count) {
  * committed late (its id allocated before the last page is read, committed after), one ordinary, one
  * repeating an existing (pack_id, version) — drained by each approach in its own n8n start.
  */
-export async function benchN8nTrigger(env, { endpoints, storage, backlog, timeoutMs }) {
+export async function benchN8nTrigger(env, { endpoints, storage, backlog, timeoutMs, cpuProfDir }) {
 	const log = env.log;
 	const baseUrl = endpoints.realisticBaseUrl;
 	const approaches = [
@@ -573,7 +587,11 @@ export async function benchN8nTrigger(env, { endpoints, storage, backlog, timeou
 			await publishWorkflow(user.dir, approach.workflow.id);
 			await env.control.clearRequests();
 			await hostStats(baseUrl, true);
-			const n8n = await startN8n({ userFolder: user.dir, echo: Boolean(process.env.BENCH_N8N_ECHO), env: { N8N_LOG_LEVEL: process.env.BENCH_N8N_ECHO ? 'debug' : 'warn' } });
+			const n8n = await startN8n({
+				userFolder: user.dir,
+				echo: Boolean(process.env.BENCH_N8N_ECHO),
+				env: { N8N_LOG_LEVEL: process.env.BENCH_N8N_ECHO ? 'debug' : 'warn', ...profiling(cpuProfDir) },
+			});
 			const pid = n8n.process.pid;
 			const cpuBefore = treeCpuMs(pid);
 			let peak = procStatus(pid).rss;

@@ -1,5 +1,5 @@
 // `npm run bench [-- --quick] [-- --markdown] [-- --json] [-- --only=generate,trigger,download,overhead,queue] [-- --queue]`
-// `npm run bench -- --n8n [--quick] [--n8n-sizes=20,100] [--n8n-latency=500] [--n8n-backlog=10000] [--n8n-trigger-minutes=30] [--n8n-parts=batch,trigger]`:
+// `npm run bench -- --n8n [--quick] [--n8n-sizes=20,100] [--n8n-concurrency=1,8] [--n8n-cpu-prof=<dir>] [--n8n-latency=500] [--n8n-backlog=10000] [--n8n-trigger-minutes=30] [--n8n-parts=batch,trigger]`:
 // only the figures in a real n8n (n8n.bench.mjs).
 // (gulp bench → node --import tsx test/bench/run.mjs). The launcher owns what the linted TypeScript
 // may not touch: the clock, process memory, child processes, argv and printing. Progress goes to
@@ -115,11 +115,13 @@ try {
 		const { benchN8n } = await import('./n8n.bench.mjs');
 		const option = (name) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
 		const sizes = option('n8n-sizes')?.split(',').map(Number);
+		const concurrencies = option('n8n-concurrency')?.split(',').map(Number);
+		const cpuProfDir = option('n8n-cpu-prof');
 		const latencyMs = option('n8n-latency') === undefined ? undefined : Number(option('n8n-latency'));
 		const backlog = option('n8n-backlog') === undefined ? undefined : Number(option('n8n-backlog'));
 		const parts = option('n8n-parts')?.split(',');
 		const triggerTimeoutMs = option('n8n-trigger-minutes') === undefined ? undefined : Number(option('n8n-trigger-minutes')) * 60_000;
-		figures.push(...(await benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, latencyMs, backlog, triggerTimeoutMs, parts })));
+		figures.push(...(await benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts, cpuProfDir })));
 	}
 } finally {
 	servers.kill('SIGTERM');

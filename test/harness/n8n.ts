@@ -42,6 +42,13 @@ export interface HarnessCredentials {
 	apiKey: string;
 }
 
+/**
+ * How often a node asked n8n for its decrypted credential. In n8n every such read of a poll (or of
+ * any context without run data) builds and disposes an expression isolate, so a node must read its
+ * credential once per call, not once per request.
+ */
+export const credentialReads = { count: 0 };
+
 /** Credential storage stand-in; authentication itself resolves the credential's own expressions. */
 class TestCredentialsHelper extends ICredentialsHelper {
 	constructor(
@@ -103,6 +110,7 @@ class TestCredentialsHelper extends ICredentialsHelper {
 	): Promise<ICredentialDataDecryptedObject> {
 		const data = this.credentials[type];
 		if (!data) throw new Error(`No test credentials of type ${type}`);
+		credentialReads.count++;
 		return { ...data };
 	}
 

@@ -6,7 +6,7 @@ import type { IDataObject, INodeExecutionData, INodeParameters } from 'n8n-workf
 import { ImagePack } from '../../nodes/ImagePack/ImagePack.node';
 import { retryPolicy } from '../../nodes/ImagePack/shared/transport';
 import { type Emulator, dimensions, startEmulator } from '../emulator';
-import { runNode } from '../harness/n8n';
+import { credentialReads, runNode } from '../harness/n8n';
 
 let emulator: Emulator;
 const savedPolicy = { ...retryPolicy };
@@ -535,6 +535,26 @@ describe('Publications', () => {
 		expect(Object.keys(item.binary!)).toHaveLength(images.length - 1);
 		const fileRequests = await emulator.control.requests({ route: 'file' });
 		expect(fileRequests).toHaveLength(images.length - 1);
+	});
+
+	it('reads the credential once per execution, not once per request (n8n decrypts it anew for each read)', async () => {
+		const items = Array.from({ length: 4 }, (_, i) => ({ json: { prompt: `Product ${i}` } }));
+		credentialReads.count = 0;
+		await emulator.control.clearRequests();
+		const output = await run(
+			generate({
+				prompt: '={{ $json.prompt }}',
+				n: 2,
+				options: { downloadImages: true, concurrency: 2 },
+			}),
+			{ items },
+		);
+		expect(output).toHaveLength(4);
+		expect(Object.keys(output[3].binary!)).toEqual(['image_0', 'image_1']);
+		// 4 generations and 8 file requests, each with the key, all on one read of the credential.
+		expect(await emulator.control.requests({ route: 'generate' })).toHaveLength(4);
+		expect(await emulator.control.requests({ route: 'file' })).toHaveLength(8);
+		expect(credentialReads.count).toBe(1);
 	});
 
 	it('Get Publication of another account is a clear 404', async () => {

@@ -10,6 +10,7 @@ import { ImagePackTrigger, MAX_PAGES_PER_POLL } from '../../nodes/ImagePack/Imag
 import { hash53 } from '../../nodes/ImagePack/shared/cursor';
 import { retryPolicy } from '../../nodes/ImagePack/shared/transport';
 import { startEmulator, type Emulator, type PublicationView } from '../emulator';
+import { credentialReads } from '../harness/n8n';
 import {
 	DurablePollerHost,
 	LegacyPollerHost,
@@ -558,9 +559,11 @@ describe('two polls of one trigger at once (the poll guard)', () => {
 		for (let i = 0; i < 3; i++) await Promise.all([poller.tick(), poller.tick()]);
 		await poller.settle();
 		await emu.control.setLatency('getPublication', 0);
-		const got = poller.executions.flat().map((item) => `${item.json.pack_id as string}@${item.json.version as number}`);
+		const got = poller.executions
+			.flat()
+			.map((item) => `${item.json.pack_id as string}@${item.json.version as number}`);
 		expect(got).toHaveLength(new Set(got).size); // (pack_id, version) delivered once
-		expect(got.filter((key) => key.startsWith("pk_repub"))).toEqual(["pk_repub@1"]);
+		expect(got.filter((key) => key.startsWith('pk_repub'))).toEqual(['pk_repub@1']);
 		expect(got).toHaveLength(92); // 91 + the late one; the re-publication is not delivered again
 		expect(emittedIds(poller.executions)).toContain(late.id);
 	});
@@ -587,7 +590,8 @@ describe('two polls of one trigger at once (the poll guard)', () => {
 		let details = 0;
 		await emu.control.setLatency('getPublication', 5);
 		const watching = (async () => {
-			while (details < 20) details = (await emu.control.requests({ route: 'getPublication' })).length;
+			while (details < 20)
+				details = (await emu.control.requests({ route: 'getPublication' })).length;
 			poller.releaseExpressionEngine();
 		})();
 		const outcome = await poller.tick();
@@ -795,4 +799,18 @@ describe('randomized: hundreds of polls against the emulator (seeded)', () => {
 		},
 		60_000,
 	);
+});
+
+describe('cost per poll', () => {
+	it('a poll reads the credential once, whatever it sends (n8n builds an isolate per read in a poll)', async () => {
+		const poller = host({ startFrom: 'beginning', includeManifest: true });
+		await emu.control.publishBulk({ count: 450 });
+		await emu.control.clearRequests();
+		credentialReads.count = 0;
+		const outcome = await poller.activate();
+		expect(outcome.kind === 'emitted' && outcome.items).toHaveLength(450);
+		expect(await listRequests()).toBeGreaterThanOrEqual(3);
+		expect(await emu.control.requests({ route: 'getPublication' })).toHaveLength(450);
+		expect(credentialReads.count).toBe(1);
+	});
 });

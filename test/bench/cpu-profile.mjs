@@ -1,0 +1,54 @@
+// `node test/bench/cpu-profile.mjs <file.cpuprofile> [--top=25]`: where a V8 CPU profile (node
+// --cpu-prof, written by `npm run bench -- --n8n --n8n-cpu-prof=<dir>`) spent its time: self time
+// summed by package (n8n-core, axios, this package, node internals, …) and the functions with the
+// most self time. Plain ESM, no dependencies: it reads the JSON V8 writes.
+import fs from 'node:fs';
+
+const [file, ...rest] = process.argv.slice(2);
+if (!file) {
+	console.error('usage: node test/bench/cpu-profile.mjs <file.cpuprofile> [--top=25]');
+	process.exit(2);
+}
+const top = Number(rest.find((a) => a.startsWith('--top='))?.slice(6) ?? 25);
+const profile = JSON.parse(fs.readFileSync(file, 'utf8'));
+
+// Self time per node: each sample names the node that was on top of the stack, timeDeltas the time since the previous sample.
+const selfUs = new Map();
+for (let i = 0; i < profile.samples.length; i++) {
+	const id = profile.samples[i];
+	selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+}
+
+/** The package a script belongs to: the last node_modules segment, this package's dist, or node's internals. */
+function packageOf(url) {
+	if (!url) return '(program, GC, idle)';
+	if (url.startsWith('node:')) return `node:${url.slice(5).split('/')[0]}`;
+	const parts = url.replace(/^file:\/\//, '').split('/');
+	const at = parts.lastIndexOf('node_modules');
+	if (at >= 0) return parts[at + 1].startsWith('@') ? `${parts[at + 1]}/${parts[at + 2]}` : parts[at + 1];
+	return parts.slice(-3).join('/');
+}
+
+const byPackage = new Map();
+const byFunction = new Map();
+let totalUs = 0;
+for (const node of profile.nodes) {
+	const us = selfUs.get(node.id) ?? 0;
+	if (!us) continue;
+	totalUs += us;
+	const { functionName, url, lineNumber } = node.callFrame;
+	const name = functionName || '(anonymous)';
+	const pkg = ['(idle)', '(program)', '(garbage collector)'].includes(name) ? name : packageOf(url);
+	byPackage.set(pkg, (byPackage.get(pkg) ?? 0) + us);
+	const key = `${name}  ${url ? `${url.replace(/^.*node_modules\//, '')}:${lineNumber + 1}` : ''}`;
+	byFunction.set(key, (byFunction.get(key) ?? 0) + us);
+}
+
+const busyUs = totalUs - (byPackage.get('(idle)') ?? 0);
+const row = (us, label) => `${(us / 1000).toFixed(0).padStart(9)} ms ${((100 * us) / busyUs).toFixed(1).padStart(5)} %  ${label}`;
+const sorted = (map) => [...map.entries()].sort((a, b) => b[1] - a[1]);
+console.log(`${file}: ${(totalUs / 1e6).toFixed(1)} s sampled, ${(busyUs / 1e6).toFixed(1)} s busy (percentages of busy)\n`);
+console.log('Self time by package:');
+for (const [pkg, us] of sorted(byPackage).slice(0, top)) if (pkg !== '(idle)') console.log(row(us, pkg));
+console.log(`\nTop ${top} functions by self time:`);
+for (const [key, us] of sorted(byFunction).slice(0, top + 1)) if (!key.startsWith('(idle)')) console.log(row(us, key));
