@@ -1,7 +1,9 @@
-// `node test/bench/cpu-profile.mjs <file.cpuprofile> [--top=25]`: where a V8 CPU profile (node
+// `node test/bench/cpu-profile.mjs <file.cpuprofile> [--top=25] [--last=<seconds>] [--callers=<function>]`: where a V8 CPU profile (node
 // --cpu-prof, written by `npm run bench -- --n8n --n8n-cpu-prof=<dir>`) spent its time: self time
 // summed by package (n8n-core, axios, this package, node internals, …) and the functions with the
-// most self time. Plain ESM, no dependencies: it reads the JSON V8 writes.
+// most self time; --last keeps only the samples of the profile's last seconds (the measured work,
+// not n8n's start); --callers shows the call paths (three frames up) that spent a function's self
+// time. Plain ESM, no dependencies: it reads the JSON V8 writes.
 import fs from 'node:fs';
 
 const [file, ...rest] = process.argv.slice(2);
@@ -10,11 +12,16 @@ if (!file) {
 	process.exit(2);
 }
 const top = Number(rest.find((a) => a.startsWith('--top='))?.slice(6) ?? 25);
+const callersOf = rest.find((a) => a.startsWith('--callers='))?.slice(10);
+const lastUs = Number(rest.find((a) => a.startsWith('--last='))?.slice(7) ?? Infinity) * 1e6;
 const profile = JSON.parse(fs.readFileSync(file, 'utf8'));
 
 // Self time per node: each sample names the node that was on top of the stack, timeDeltas the time since the previous sample.
 const selfUs = new Map();
+let at = profile.startTime;
 for (let i = 0; i < profile.samples.length; i++) {
+	at += profile.timeDeltas[i] ?? 0;
+	if (profile.endTime - at > lastUs) continue;
 	const id = profile.samples[i];
 	selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
 }
@@ -52,3 +59,22 @@ console.log('Self time by package:');
 for (const [pkg, us] of sorted(byPackage).slice(0, top)) if (pkg !== '(idle)') console.log(row(us, pkg));
 console.log(`\nTop ${top} functions by self time:`);
 for (const [key, us] of sorted(byFunction).slice(0, top + 1)) if (!key.startsWith('(idle)')) console.log(row(us, key));
+
+if (callersOf) {
+	const parentOf = new Map();
+	for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node);
+	const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+	const paths = new Map();
+	for (const node of profile.nodes) {
+		const us = selfUs.get(node.id) ?? 0;
+		if (!us || node.callFrame.functionName !== callersOf) continue;
+		const frames = [];
+		for (let up = parentOf.get(node.id) ?? byId.get(node.parent); up && frames.length < 3; up = parentOf.get(up.id)) {
+			frames.push(`${up.callFrame.functionName || '(anonymous)'} ${up.callFrame.url.replace(/^.*node_modules\//, '')}:${up.callFrame.lineNumber + 1}`);
+		}
+		const key = frames.join(' ← ');
+		paths.set(key, (paths.get(key) ?? 0) + us);
+	}
+	console.log(`\nCallers of ${callersOf}:`);
+	for (const [key, us] of sorted(paths).slice(0, top)) console.log(row(us, key));
+}

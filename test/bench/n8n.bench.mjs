@@ -82,6 +82,19 @@ async function peakRss(pid, work) {
 	}
 }
 
+/** Waits (at most `limitMs`) until a process's RSS has stayed within 2 % for three samples 2 s apart. */
+async function settleRss(pid, limitMs = 30_000) {
+	const started = Date.now();
+	const samples = [procStatus(pid).rss];
+	while (Date.now() - started < limitMs) {
+		await new Promise((resolve) => setTimeout(resolve, 2000));
+		samples.push(procStatus(pid).rss);
+		const last = samples.slice(-3);
+		if (last.length === 3 && Math.max(...last) <= 1.02 * Math.min(...last)) break;
+	}
+	return samples.at(-1);
+}
+
 async function waitFor(what, check, timeoutMs = 120_000) {
 	const started = Date.now();
 	while (!(await check())) {
@@ -101,27 +114,41 @@ function folderBytes(dir) {
 	return total;
 }
 
-/** One fetch of an image the way a bare client does it: the 302 from the file endpoint, then the signed link. */
-async function bareFetchMs(baseUrl, apiKey, samples = 5) {
-	const get = (url, headers) =>
+/**
+ * `parallel` fetches of an image at once, the way a bare client does it: the 302 from the file
+ * endpoint, then the signed link. Median of `samples` rounds, after one warm-up round. With c lanes a
+ * batch's downloads overlap, and on a machine of few cores c files take longer than one: the ideal
+ * at concurrency c is measured at c, not assumed to be one fetch.
+ */
+async function bareFetchMs(baseUrl, apiKey, dir, parallel = 1, samples = 5) {
+	const get = (url, headers, file) =>
 		new Promise((resolve, reject) => {
 			http
 				.get(url, { headers, agent: false }, (res) => {
-					res.on('data', () => {});
-					res.on('end', () => resolve(res));
+					const sink = file ? fs.createWriteStream(file) : null;
+					if (sink) res.pipe(sink).on('finish', () => resolve(res)).on('error', reject);
+					else res.on('data', () => {}).on('end', () => resolve(res));
 					res.on('error', reject);
 				})
 				.on('error', reject);
 		});
+	// Piped to disk, as n8n's filesystem binary mode stores them.
+	const fetchOne = async (name) => {
+		const redirect = await get(`${baseUrl}/api/file/${name}.png`, { authorization: `Bearer ${apiKey}` });
+		await get(new URL(redirect.headers.location, baseUrl).href, {}, path.join(dir, name));
+	};
 	const times = [];
-	for (let i = 0; i < samples + 1; i++) {
+	let cpu;
+	for (let round = 0; round < samples + 1; round++) {
 		const started = performance.now();
-		const redirect = await get(`${baseUrl}/api/file/bare-fetch-${i}.png`, { authorization: `Bearer ${apiKey}` });
-		await get(new URL(redirect.headers.location, baseUrl).href, {});
-		if (i > 0) times.push(performance.now() - started); // the first one warms up
+		if (round === 1) cpu = process.cpuUsage();
+		await Promise.all(Array.from({ length: parallel }, (_, i) => fetchOne(`bare-fetch-${round}-${i}`)));
+		if (round > 0) times.push(performance.now() - started); // the first round warms up
+		for (const name of fs.readdirSync(dir)) fs.rmSync(path.join(dir, name));
 	}
+	const used = process.cpuUsage(cpu);
 	times.sort((a, b) => a - b);
-	return times[Math.floor(times.length / 2)];
+	return { ms: times[Math.floor(times.length / 2)], cpuMsPerFile: (used.user + used.system) / 1000 / (samples * parallel) };
 }
 
 const node = (name, type, typeVersion, parameters, extra = {}) => ({
@@ -162,6 +189,15 @@ function imagePackBatch(id, c) {
 			},
 			{ credentials: { imagePackApi: CREDENTIAL } },
 		),
+	]);
+}
+
+/** n8n's own floor for a batch: the same webhook and Split Out, then a No Op: no request, no file. */
+function floorBatch(id) {
+	return workflowOf(id, 'bench: n8n floor (no requests)', [
+		node('Webhook', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: id, responseMode: 'lastNode', responseData: 'noData', options: {} }, { webhookId: `${id}-hook` }),
+		node('Products', 'n8n-nodes-base.splitOut', 1, { fieldToSplitOut: 'body.items', include: 'noOtherFields', options: {} }),
+		node('Nothing', 'n8n-nodes-base.noOp', 1, {}),
 	]);
 }
 
@@ -231,9 +267,15 @@ const APPROACHES = [
 export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrencies, latencyMs, imageBytes, cpuProfDir }) {
 	const log = env.log;
 	const baseUrl = endpoints.realisticBaseUrl;
-	const fetchMs = await bareFetchMs(baseUrl, endpoints.apiKey);
-	const fetchIntervalMs = Math.max(1, Math.ceil(fetchMs));
-	log(`n8n batch: bare fetch of one ${(imageBytes / 2 ** 20).toFixed(0)} MiB image (302 + signed link) ${fetchMs.toFixed(1)} ms`);
+	const fetchMs = {};
+	const bareCpuMs = {};
+	const bareDir = fs.mkdtempSync(path.join(storage, 'bare-'));
+	for (const c of concurrencies) {
+		const bare = await bareFetchMs(baseUrl, endpoints.apiKey, bareDir, c);
+		fetchMs[c] = bare.ms;
+		bareCpuMs[c] = bare.cpuMsPerFile;
+		log(`n8n batch: a bare client's fetch of ${c} × ${(imageBytes / 2 ** 20).toFixed(0)} MiB images at once (302 + signed link) ${fetchMs[c].toFixed(1)} ms`);
+	}
 
 	log('n8n batch: build + pack, user folder, credentials, workflows');
 	const tarball = await packPackage();
@@ -243,9 +285,10 @@ export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrenc
 		{ ...CREDENTIAL, type: 'imagePackApi', data: { baseUrl, apiKey: endpoints.apiKey } },
 		{ ...HEADER_AUTH, type: 'httpHeaderAuth', data: { name: 'Authorization', value: `Bearer ${endpoints.apiKey}` } },
 	]);
-	const workflows = [];
+	const FLOOR = 'benchFloor';
+	const workflows = [floorBatch(FLOOR)];
 	for (const c of concurrencies) {
-		workflows.push(imagePackBatch(`benchImagePackC${c}`, c), httpRequestBatch(`benchHttpRequestC${c}`, c, baseUrl, latencyMs, fetchIntervalMs));
+		workflows.push(imagePackBatch(`benchImagePackC${c}`, c), httpRequestBatch(`benchHttpRequestC${c}`, c, baseUrl, latencyMs, Math.max(1, Math.ceil(fetchMs[c]))));
 	}
 	await importWorkflow(user.dir, workflows);
 	for (const workflow of workflows) await publishWorkflow(user.dir, workflow.id);
@@ -258,40 +301,62 @@ export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrenc
 	const pid = n8n.process.pid;
 	const binaryDir = path.join(user.n8nDir, 'storage');
 	const results = [];
+	const floors = {}; // N → ms
 	try {
 		// n8n activates published workflows after it reports ready: wait for every webhook.
 		await waitFor('the bench webhooks to be registered', async () => {
 			const rows = await querySqlite(user.dir, 'SELECT webhookPath FROM webhook_entity');
 			return workflows.every((workflow) => rows.some((row) => row.webhookPath === workflow.id));
 		});
-		// One small warm-up run per workflow: n8n loads node types and compiles on first use.
+		// A warm-up batch per workflow (no latency): n8n loads node types and compiles on first use, and
+		// the memory of its start is released only once it has run for a while; then RSS must settle.
+		const products = (count) => Array.from({ length: count }, (_, i) => ({ prompt: `Product ${i + 1}: a ceramic mug on an oak table, e-commerce photo` }));
 		for (const workflow of workflows) {
-			const answer = await call(`${n8n.url}/webhook/${workflow.id}`, { method: 'POST', body: { items: [{ prompt: 'warm-up' }] } });
+			const answer = await call(`${n8n.url}/webhook/${workflow.id}`, { method: 'POST', body: { items: products(Math.min(20, sizes[0])) } });
 			if (answer.status !== 200) throw new Error(`warm-up of ${workflow.name}: HTTP ${answer.status} ${answer.text.slice(0, 500)}`);
 		}
+		const settled = await settleRss(pid);
+		log(`n8n batch: after the warm-ups RSS ${(settled / 2 ** 20).toFixed(0)} MiB`);
 		await env.control.setLatency('generate', latencyMs);
 		for (const count of sizes) {
-			const items = Array.from({ length: count }, (_, i) => ({ prompt: `Product ${i + 1}: a ceramic mug on an oak table, e-commerce photo` }));
+			const items = products(count);
+			const floorRuns = [];
+			for (let run = 0; run < 3; run++) {
+				const floorStarted = performance.now();
+				await call(`${n8n.url}/webhook/${FLOOR}`, { method: 'POST', body: { items } });
+				floorRuns.push(performance.now() - floorStarted);
+			}
+			floors[count] = floorRuns.sort((a, b) => a - b)[1]; // the median of three
+			log(`n8n batch: N=${count}, n8n's floor (webhook → Split Out → No Op) ${floors[count].toFixed(0)} ms`);
 			for (const c of concurrencies) {
-				for (const approach of APPROACHES) {
+				for (const approach of APPROACHES.filter((a) => !process.env.BENCH_N8N_ONLY || a.key === process.env.BENCH_N8N_ONLY)) {
 					const id = approach.key === 'imagepack' ? `benchImagePackC${c}` : `benchHttpRequestC${c}`;
 					log(`n8n batch: N=${count}, c=${c}, ${approach.label}`);
 					fs.rmSync(binaryDir, { recursive: true, force: true });
 					await env.control.clearRequests();
 					await hostStats(baseUrl, true);
+					const cpuBefore = treeCpuMs(pid);
+					const startedAt = Date.now();
 					const started = performance.now();
 					const { value: response, peak, before } = await peakRss(pid, () => call(`${n8n.url}/webhook/${id}`, { method: 'POST', body: { items } }));
 					const wallMs = performance.now() - started;
+					const cpuMs = treeCpuMs(pid) - cpuBefore;
 					const host = await hostStats(baseUrl);
-					const generates = (await env.control.requests({ route: 'generate' })).length;
+					const generateLog = await env.control.requests({ route: 'generate' });
+					const generates = generateLog.length;
+					if (process.env.BENCH_N8N_TIMELINE) {
+						// When each generation reached the emulator, in ms after the webhook call: gaps between rounds show where the time goes.
+						const offsets = generateLog.map((r) => r.at - startedAt).sort((a, b) => a - b);
+						log(`  generations arrived at +${offsets.join(', +')} ms; the webhook answered at +${Math.round(wallMs)} ms`);
+					}
 					const binaryBytes = folderBytes(binaryDir);
-					const result = { approach: approach.key, count, c, wallMs, peak, before, host, generates, binaryBytes, status: response.status };
+					const result = { approach: approach.key, count, c, wallMs, cpuMs, peak, before, host, generates, binaryBytes, status: response.status };
 					if (response.status !== 200 || generates !== count || host.signedFile !== count) {
 						result.problem = `HTTP ${response.status}, ${generates} generates and ${host.signedFile} signed-link downloads for ${count} items ${response.text.slice(0, 300)}`;
 						log(`n8n batch: ${result.problem}`);
 					}
 					log(
-						`  wall ${(wallMs / 1000).toFixed(1)} s, peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB (before ${(before / 2 ** 20).toFixed(0)}), ` +
+						`  wall ${(wallMs / 1000).toFixed(1)} s, CPU ${(cpuMs / count).toFixed(1)} ms per item, peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB (before ${(before / 2 ** 20).toFixed(0)}), ` +
 							`${host.requests} requests on ${host.connections} connections, ${(binaryBytes / 2 ** 20).toFixed(0)} MiB binary data`,
 					);
 					results.push(result);
@@ -303,21 +368,25 @@ export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrenc
 		await n8n.stop();
 		user.cleanup();
 	}
-	return batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, imageBytes });
+	return batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareCpuMs, imageBytes, floors });
 }
 
-function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, imageBytes }) {
+function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareCpuMs, imageBytes, floors }) {
 	const figures = [];
 	const mib = (imageBytes / 2 ** 20).toFixed(0);
 	const group = `N8N-1. Scheduled batch in a real n8n 2.41.1 (one process, filesystem binary data): Generate + download ${mib} MiB images, generate latency ${latencyMs} ms`;
 	const note =
-		`Batch in n8n: ideal = ceil(N / c) × (generate latency + ${fetchMs.toFixed(1)} ms, a bare client's 302 + signed-link fetch of one ${mib} MiB image). ` +
+		"Batch in n8n: ideal = n8n's floor for N items (the same webhook and Split Out into a No Op, measured in the same run) + " +
+		`ceil(N / c) × (generate latency + a bare client's 302 + signed-link fetch of c ${mib} MiB images at once, piped to disk: ${concurrencies.map((c) => `${fetchMs[c].toFixed(1)} ms at c = ${c}`).join(', ')}). ` +
 		'HTTP Request = Split Out → HTTP Request POST /generate (Batching: c per batch, interval = the generate latency) → Split Out images → HTTP Request GET (Response Format File, Batching c per batch). ' +
 		'Peak RSS = the n8n process\'s kernel high-water mark over the run (reset before it). Requests and TCP connections are counted at the file host in front of the emulator.';
 	const find = (approach, count, c) => results.find((r) => r.approach === approach && r.count === count && r.c === c);
+	for (const count of sizes) {
+		figures.push(figure({ group, figure: `N=${count}: n8n's floor (webhook → Split Out → No Op, no request)`, measured: floors[count], ideal: null, unit: 'ms', target: '—', note }));
+	}
 	for (const c of concurrencies) {
 		for (const count of sizes) {
-			const ideal = Math.ceil(count / c) * (latencyMs + fetchMs);
+			const ideal = floors[count] + Math.ceil(count / c) * (latencyMs + fetchMs[c]);
 			for (const { key, label } of APPROACHES) {
 				const r = find(key, count, c);
 				if (!r) continue;
@@ -355,6 +424,14 @@ function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, image
 					maxRatio: 1,
 					target: 'no extra calls',
 					note: undefined,
+				}),
+				figure({
+					group,
+					figure: `${label}, c=${c}, N=${last.count}: CPU of n8n per item (generate + download + store; ideal: a bare client's download, Node ${process.versions.node})`,
+					measured: last.cpuMs / last.count,
+					ideal: bareCpuMs[c],
+					unit: 'ms',
+					target: '—',
 				}),
 				figure({
 					group,
@@ -424,6 +501,7 @@ function treeCpuMs(rootPid) {
 
 const TRIGGER_PAGE = 200;
 const POLL_SECONDS = [0, 15, 30, 45];
+const POLL_INTERVAL_S = 15;
 
 /** The package's trigger: every 15 s (n8n's shortest poll is a minute, several seconds per minute are allowed). */
 function imagePackTriggerWorkflow(id) {
@@ -627,8 +705,15 @@ export async function benchN8nTrigger(env, { endpoints, storage, backlog, timeou
 			}
 			const cpuMs = treeCpuMs(pid) - cpuBefore;
 			const host = await hostStats(baseUrl);
-			const lists = (await env.control.requests({ route: 'listPublications' })).length;
-			const detailRequests = (await env.control.requests({ route: 'getPublication' })).length;
+			const listLog = await env.control.requests({ route: 'listPublications' });
+			const detailLog = await env.control.requests({ route: 'getPublication' });
+			const lists = listLog.length;
+			const detailRequests = detailLog.length;
+			// The catch-up: from the first request to the last detail read. Every poll in it ends on a short page.
+			const firstAt = Math.min(...listLog.map((r) => r.at));
+			const catchUpEnd = Math.max(firstAt, ...detailLog.map((r) => r.at));
+			const catchUpLists = listLog.filter((r) => r.at <= catchUpEnd).length;
+			const catchUpPolls = Math.floor((catchUpEnd - firstAt) / (POLL_INTERVAL_S * 1000)) + 1;
 			await n8n.stop();
 			const executions = await readEmitted(user.dir, approach.workflow.id, approach.key === 'trigger' ? 'Image Pack Trigger' : 'Get publication');
 			const staticData = await querySqlite(user.dir, 'SELECT staticData FROM workflow_entity WHERE id = ?', [approach.workflow.id]);
@@ -645,6 +730,8 @@ export async function benchN8nTrigger(env, { endpoints, storage, backlog, timeou
 				label: approach.label,
 				wallMs,
 				lists,
+				catchUpLists,
+				catchUpPolls,
 				details: detailRequests,
 				requests: host.requests,
 				connections: host.connections,
@@ -695,7 +782,15 @@ function triggerFigures(results, { backlog, bareMs }) {
 		const prefix = `${r.label}:`;
 		figures.push(
 			figure({ group, figure: `${prefix} wall time (${r.executions} executions)`, measured: r.wallMs, ideal: bareMs, unit: 'ms', target: '—', note }),
-			figure({ group, figure: `${prefix} list requests`, measured: r.lists, ideal: Math.ceil(backlog / TRIGGER_PAGE), unit: '', maxValue: Math.ceil(backlog / TRIGGER_PAGE) + 2 + r.executions, target: 'pages + 1 per poll' }),
+			figure({
+				group,
+				figure: `${prefix} list requests during the catch-up (${r.catchUpPolls} poll times; ${r.lists} in the whole run)`,
+				measured: r.catchUpLists,
+				ideal: Math.ceil(backlog / TRIGGER_PAGE),
+				unit: '',
+				maxValue: Math.ceil(backlog / TRIGGER_PAGE) + 2 + r.catchUpPolls,
+				target: 'pages + 2 + 1 per poll',
+			}),
 			figure({ group, figure: `${prefix} detail (manifest) requests`, measured: r.details, ideal: backlog + 3, unit: '', maxRatio: 1, target: '= new records' }),
 			figure({ group, figure: `${prefix} misses (late commit missed: ${r.missedLate ? 'yes' : 'no'})`, measured: r.misses, ideal: 0, unit: '', maxValue: 0 }),
 			figure({ group, figure: `${prefix} duplicates (repeated key emitted: ${r.repeatEmitted ? 'yes' : 'no'})`, measured: r.duplicates, ideal: 0, unit: '', maxValue: 0 }),
