@@ -5,41 +5,20 @@
  * wall time from the first call to the last answer against the ideal ceil(M / (W × c)) × L
  * (PRODUCT.md §7: ≤ 1.2 ×), and how the executions were spread over the workers.
  */
-import { emulatorCredential, node, startTestEmulator, withCredential } from '../e2e/fixtures.mjs';
+import { emulatorCredential, startTestEmulator, withCredential } from '../e2e/fixtures.mjs';
 import { ensureN8n, packPackage } from '../e2e/n8n.mjs';
-import { startQueueCluster } from '../e2e/queue.mjs';
+import { callWebhook, startQueueCluster, webhookGenerateWorkflow } from '../e2e/queue.mjs';
 import { ensureQueueServices } from '../e2e/services.mjs';
 import { figure } from './figures.ts';
 
 const GROUP = 'Queue mode (n8n 2.41.1, main + 2 workers, PostgreSQL, Redis)';
 const PATH = 'ipx-bench-generate';
 
-const workflow = {
-	id: 'ipxBenchQueue001',
-	name: 'bench: webhook → Generate',
-	nodes: [
-		node('Webhook', 'n8n-nodes-base.webhook', { httpMethod: 'POST', path: PATH, responseMode: 'lastNode', options: {} }, {
-			typeVersion: 2,
-			webhookId: '7d2f8a4c-1b3e-4f6a-8c9d-0e1f2a3b4c5d',
-		}),
-		node('Generate', 'n8n-nodes-imagepack.imagePack', { resource: 'image', operation: 'generate', prompt: '={{ $json.body.prompt }}', n: 2 }, { position: [220, 0] }),
-	],
-	connections: { Webhook: { main: [[{ node: 'Generate', type: 'main', index: 0 }]] } },
-	settings: { executionOrder: 'v1' },
-};
+const workflow = webhookGenerateWorkflow({ id: 'ipxBenchQueue001', name: 'bench: webhook → Generate', path: PATH, webhookId: '7d2f8a4c-1b3e-4f6a-8c9d-0e1f2a3b4c5d' });
 
 async function call(url, prompt) {
-	for (;;) {
-		const response = await fetch(`${url}/webhook/${PATH}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt }) });
-		await response.arrayBuffer();
-		if (response.status === 404) {
-			// Not registered yet (right after activation): nothing ran.
-			await new Promise((resolve) => setTimeout(resolve, 500));
-			continue;
-		}
-		if (response.status !== 200) throw new Error(`webhook answered ${response.status}`);
-		return;
-	}
+	const answer = await callWebhook(url, PATH, prompt);
+	if (answer.status !== 200) throw new Error(`webhook answered ${answer.status}`);
 }
 
 export async function benchQueue({ log, quick, clock = performance }) {

@@ -18,6 +18,7 @@ import {
 	startN8nWorker,
 	withRunData,
 } from './n8n.mjs';
+import { node } from './fixtures.mjs';
 import { startPostgres, startRedis } from './services.mjs';
 
 /** Three n8n processes start side by side: on a busy 2-core machine that takes minutes, not seconds. */
@@ -176,6 +177,42 @@ export async function startQueueCluster({
 		return stopAll(stops);
 	};
 	return cluster;
+}
+
+/**
+ * Webhook (POST `path`, answers when Generate is done) → Image Pack Generate (n = 2, the body's prompt,
+ * downloads on by default): the job both the queue suite and the queue bench put on the workers.
+ */
+export function webhookGenerateWorkflow({ id, name, path: webhookPath, webhookId }) {
+	return {
+		id,
+		name,
+		nodes: [
+			node('Webhook', 'n8n-nodes-base.webhook', { httpMethod: 'POST', path: webhookPath, responseMode: 'lastNode', options: {} }, { typeVersion: 2, webhookId }),
+			node('Generate', 'n8n-nodes-imagepack.imagePack', { resource: 'image', operation: 'generate', prompt: '={{ $json.body.prompt }}', n: 2 }, { position: [220, 0] }),
+		],
+		connections: { Webhook: { main: [[{ node: 'Generate', type: 'main', index: 0 }]] } },
+		settings: { executionOrder: 'v1' },
+	};
+}
+
+/**
+ * POSTs `{ prompt }` to a production webhook and returns `{ status, body }`; waits while n8n has not
+ * registered it yet (right after activation a 404 runs nothing).
+ */
+export async function callWebhook(url, webhookPath, prompt, timeoutMs = 60_000) {
+	const started = Date.now();
+	for (;;) {
+		const response = await fetch(`${url}/webhook/${webhookPath}`, {
+			method: 'POST',
+			headers: { 'content-type': 'application/json' },
+			body: JSON.stringify({ prompt }),
+		});
+		const text = await response.text();
+		if (response.status !== 404) return { status: response.status, body: text ? JSON.parse(text) : null };
+		if (Date.now() - started > timeoutMs) throw new Error(`Timed out after ${timeoutMs} ms waiting for the production webhook ${webhookPath}`);
+		await new Promise((resolve) => setTimeout(resolve, 500));
+	}
 }
 
 /** The `data` of a successful n8n REST answer; throws with the answer otherwise. */

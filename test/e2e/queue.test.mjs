@@ -18,7 +18,7 @@ import { after, before, describe, it } from 'node:test';
 
 import { emulatorCredential, node, startTestEmulator, waitFor, withCredential } from './fixtures.mjs';
 import { ensureN8n, packPackage } from './n8n.mjs';
-import { ok, startQueueCluster } from './queue.mjs';
+import { callWebhook as postToWebhook, ok, startQueueCluster, webhookGenerateWorkflow } from './queue.mjs';
 import { ensureQueueServices } from './services.mjs';
 
 const services = ensureQueueServices();
@@ -37,19 +37,12 @@ const CONCURRENCY = 10;
  */
 const WORKER_LOCKS = { QUEUE_WORKER_LOCK_DURATION: '10000', QUEUE_WORKER_LOCK_RENEW_TIME: '2000', QUEUE_WORKER_STALLED_INTERVAL: '5000' };
 
-const generateWorkflow = {
+const generateWorkflow = webhookGenerateWorkflow({
 	id: 'ipxQueueWebhook1',
 	name: 'queue: webhook → Generate',
-	nodes: [
-		node('Webhook', 'n8n-nodes-base.webhook', { httpMethod: 'POST', path: WEBHOOK_PATH, responseMode: 'lastNode', options: {} }, {
-			typeVersion: 2,
-			webhookId: '0b6c7c1e-5d0e-4d8e-9a51-6a1f3c2b9e10',
-		}),
-		node('Generate', IMAGE_PACK, { resource: 'image', operation: 'generate', prompt: '={{ $json.body.prompt }}', n: 2 }, { position: [220, 0] }),
-	],
-	connections: { Webhook: { main: [[{ node: 'Generate', type: 'main', index: 0 }]] } },
-	settings: { executionOrder: 'v1' },
-};
+	path: WEBHOOK_PATH,
+	webhookId: '0b6c7c1e-5d0e-4d8e-9a51-6a1f3c2b9e10',
+});
 
 const triggerWorkflow = {
 	id: 'ipxQueueTrigger1',
@@ -94,21 +87,7 @@ describe('queue mode: n8n 2.41.1 main + 2 workers, PostgreSQL, Redis', { skip: s
 		);
 	}
 
-	/** POSTs to the production webhook; retries while n8n has not registered it yet (404 runs nothing). */
-	async function callWebhook(prompt) {
-		return waitFor(
-			async () => {
-				const response = await fetch(`${cluster.main.url}/webhook/${WEBHOOK_PATH}`, {
-					method: 'POST',
-					headers: { 'content-type': 'application/json' },
-					body: JSON.stringify({ prompt }),
-				});
-				if (response.status === 404) return null;
-				return { status: response.status, body: await response.json() };
-			},
-			{ timeoutMs: 60_000, intervalMs: 500, what: 'the production webhook' },
-		);
-	}
+	const callWebhook = (prompt) => postToWebhook(cluster.main.url, WEBHOOK_PATH, prompt);
 
 	async function readBinaryFromMain(binary) {
 		const answer = await (await cluster.rest()).get(`/rest/binary-data?id=${encodeURIComponent(binary.id)}&action=download`);

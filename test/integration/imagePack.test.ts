@@ -5,25 +5,11 @@ import type { IDataObject, INodeExecutionData, INodeParameters } from 'n8n-workf
 
 import { ImagePack } from '../../nodes/ImagePack/ImagePack.node';
 import { retryPolicy } from '../../nodes/ImagePack/shared/transport';
-import { type Emulator, dimensions, startEmulator } from '../emulator';
+import { dimensions } from '../emulator';
+import { useEmulator } from '../harness/emulator';
 import { credentialReads, runNode } from '../harness/n8n';
 
-let emulator: Emulator;
-const savedPolicy = { ...retryPolicy };
-
-beforeAll(async () => {
-	emulator = await startEmulator();
-	retryPolicy.backoffMs = 5;
-});
-
-afterAll(async () => {
-	Object.assign(retryPolicy, savedPolicy);
-	await emulator.close();
-});
-
-beforeEach(async () => {
-	await emulator.control.reset();
-});
+const emulator = useEmulator();
 
 function credentials(apiKey = emulator.apiKey) {
 	return { baseUrl: emulator.baseUrl, apiKey };

@@ -6,26 +6,10 @@
 import type { IDataObject, INodeParameters, IRunExecutionData } from 'n8n-workflow';
 
 import { ImagePack } from '../../nodes/ImagePack/ImagePack.node';
-import { retryPolicy } from '../../nodes/ImagePack/shared/transport';
-import { type Emulator, startEmulator } from '../emulator';
+import { useEmulator } from '../harness/emulator';
 import { newRunExecutionData, runNode } from '../harness/n8n';
 
-let emulator: Emulator;
-const savedPolicy = { ...retryPolicy };
-
-beforeAll(async () => {
-	emulator = await startEmulator();
-	retryPolicy.backoffMs = 5;
-});
-
-afterAll(async () => {
-	Object.assign(retryPolicy, savedPolicy);
-	await emulator.close();
-});
-
-beforeEach(async () => {
-	await emulator.control.reset();
-});
+const emulator = useEmulator();
 
 /** One tool call as AI Agent 3.x makes it: one input item with the model's arguments. */
 async function callTool(

@@ -8,8 +8,8 @@ import { sleep } from 'n8n-workflow';
 
 import { ImagePackTrigger, MAX_PAGES_PER_POLL } from '../../nodes/ImagePack/ImagePackTrigger.node';
 import { hash53 } from '../../nodes/ImagePack/shared/cursor';
-import { retryPolicy } from '../../nodes/ImagePack/shared/transport';
-import { startEmulator, type Emulator, type PublicationView } from '../emulator';
+import type { PublicationView } from '../emulator';
+import { useEmulator } from '../harness/emulator';
 import { credentialReads } from '../harness/n8n';
 import {
 	DurablePollerHost,
@@ -21,23 +21,7 @@ import {
 const nodeType = new ImagePackTrigger();
 const OVERLAP = 50;
 
-let emu: Emulator;
-const saved = { ...retryPolicy };
-
-beforeAll(async () => {
-	emu = await startEmulator();
-	retryPolicy.backoffMs = 1;
-	retryPolicy.maxRetryAfterSeconds = 1;
-});
-
-afterAll(async () => {
-	Object.assign(retryPolicy, saved);
-	await emu.close();
-});
-
-beforeEach(async () => {
-	await emu.control.reset();
-});
+const emu = useEmulator({ backoffMs: 1, maxRetryAfterSeconds: 1 });
 
 const credentials = () => ({ baseUrl: emu.baseUrl, apiKey: emu.apiKey });
 
