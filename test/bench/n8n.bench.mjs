@@ -82,6 +82,16 @@ async function peakRss(pid, work) {
 	}
 }
 
+/** V8 heap in use of a running n8n, from its Prometheus endpoint (N8N_METRICS=true); NaN if unreadable. */
+async function heapUsed(n8nUrl) {
+	try {
+		const text = (await call(`${n8nUrl}/metrics`)).text;
+		return Number(/^\w*nodejs_heap_size_used_bytes (\S+)$/m.exec(text)?.[1] ?? NaN);
+	} catch {
+		return NaN;
+	}
+}
+
 /** Waits (at most `limitMs`) until a process's RSS has stayed within 2 % for three samples 2 s apart. */
 async function settleRss(pid, limitMs = 30_000) {
 	const started = Date.now();
@@ -296,7 +306,8 @@ export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrenc
 	const n8n = await startN8n({
 		userFolder: user.dir,
 		echo: Boolean(process.env.BENCH_N8N_ECHO),
-		env: { N8N_DEFAULT_BINARY_DATA_MODE: 'filesystem', N8N_LOG_LEVEL: process.env.BENCH_N8N_ECHO ? 'debug' : 'warn', ...profiling(cpuProfDir) },
+		// N8N_METRICS: the V8 heap in use after each run (RSS also counts garbage not yet collected).
+		env: { N8N_DEFAULT_BINARY_DATA_MODE: 'filesystem', N8N_METRICS: 'true', N8N_LOG_LEVEL: process.env.BENCH_N8N_ECHO ? 'debug' : 'warn', ...profiling(cpuProfDir) },
 	});
 	const pid = n8n.process.pid;
 	const binaryDir = path.join(user.n8nDir, 'storage');
@@ -341,6 +352,9 @@ export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrenc
 					const { value: response, peak, before } = await peakRss(pid, () => call(`${n8n.url}/webhook/${id}`, { method: 'POST', body: { items } }));
 					const wallMs = performance.now() - started;
 					const cpuMs = treeCpuMs(pid) - cpuBefore;
+					// What the run left behind: RSS once it stops changing, and the heap in use then.
+					const settled = await settleRss(pid);
+					const heapAfter = await heapUsed(n8n.url);
 					const host = await hostStats(baseUrl);
 					const generateLog = await env.control.requests({ route: 'generate' });
 					const generates = generateLog.length;
@@ -350,13 +364,14 @@ export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrenc
 						log(`  generations arrived at +${offsets.join(', +')} ms; the webhook answered at +${Math.round(wallMs)} ms`);
 					}
 					const binaryBytes = folderBytes(binaryDir);
-					const result = { approach: approach.key, count, c, wallMs, cpuMs, peak, before, host, generates, binaryBytes, status: response.status };
+					const result = { approach: approach.key, count, c, wallMs, cpuMs, peak, before, settled, heapAfter, host, generates, binaryBytes, status: response.status };
 					if (response.status !== 200 || generates !== count || host.signedFile !== count) {
 						result.problem = `HTTP ${response.status}, ${generates} generates and ${host.signedFile} signed-link downloads for ${count} items ${response.text.slice(0, 300)}`;
 						log(`n8n batch: ${result.problem}`);
 					}
 					log(
-						`  wall ${(wallMs / 1000).toFixed(1)} s, CPU ${(cpuMs / count).toFixed(1)} ms per item, peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB (before ${(before / 2 ** 20).toFixed(0)}), ` +
+						`  wall ${(wallMs / 1000).toFixed(1)} s, CPU ${(cpuMs / count).toFixed(1)} ms per item, peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB (before ${(before / 2 ** 20).toFixed(0)}, settled after ${(settled / 2 ** 20).toFixed(0)}), ` +
+							`heap in use after ${(heapAfter / 2 ** 20).toFixed(0)} MiB, ` +
 							`${host.requests} requests on ${host.connections} connections, ${(binaryBytes / 2 ** 20).toFixed(0)} MiB binary data`,
 					);
 					results.push(result);
@@ -409,6 +424,15 @@ function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareC
 					figure: `${label}, c=${c}: peak RSS at N=${series.map((r) => r.count).join(' / ')} (${series.map((r) => `${(r.peak / 2 ** 20).toFixed(0)}`).join(' / ')} MiB), N=${last.count} vs N=${first.count}`,
 					measured: last.peak,
 					ideal: first.peak,
+					unit: 'bytes',
+					maxRatio: 1.1,
+					target: 'flat in N (≤ 1.1)',
+				}),
+				figure({
+					group,
+					figure: `${label}, c=${c}: V8 heap in use once the run is over, N=${series.map((r) => r.count).join(' / ')} (${series.map((r) => `${(r.heapAfter / 2 ** 20).toFixed(0)}`).join(' / ')} MiB), N=${last.count} vs N=${first.count}`,
+					measured: last.heapAfter,
+					ideal: first.heapAfter,
 					unit: 'bytes',
 					maxRatio: 1.1,
 					target: 'flat in N (≤ 1.1)',
