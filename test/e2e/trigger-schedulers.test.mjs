@@ -12,8 +12,8 @@
  *
  * Every publication must be delivered exactly once (by id and by (pack_id, version)), no poll may fail
  * with an API/network error, and the backlog must drain. The time to drain, the polls and the requests
- * are printed. E2E_SCHEDULER_BACKLOG (default 400) scales it up, E2E_SCHEDULER_LATENCY_MS (default 80)
- * sets the latency, E2E_SCHEDULERS=legacy|durable runs one of them.
+ * are printed. E2E_SCHEDULER_BACKLOG (default 400) scales it up, E2E_SCHEDULER_LATENCY_MS (default: a
+ * quarter of the backlog per poll) sets the latency, E2E_SCHEDULERS=legacy|durable runs one of them.
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
@@ -31,7 +31,13 @@ import {
 } from './n8n.mjs';
 
 const BACKLOG = Number(process.env.E2E_SCHEDULER_BACKLOG ?? 400);
-const LATENCY_MS = Number(process.env.E2E_SCHEDULER_LATENCY_MS ?? 80);
+/**
+ * A drain must span several polls for the restart and the 20 s request to land mid-drain. A poll reads
+ * for about 12 s, four manifests at a time, and n8n no longer adds tens of ms per request (the
+ * credential is read once per poll): the default latency makes a poll take about a quarter of the
+ * backlog (480 ms for 400).
+ */
+const LATENCY_MS = Number(process.env.E2E_SCHEDULER_LATENCY_MS ?? Math.max(80, Math.ceil((12_000 * 4) / (BACKLOG / 4))));
 const SCHEDULERS = (process.env.E2E_SCHEDULERS ?? 'legacy,durable').split(',');
 const TRIGGER = 'On new publication';
 const DURABLE_ENV = {
