@@ -63,13 +63,12 @@ for (const [key, us] of sorted(byFunction).slice(0, top + 1)) if (!key.startsWit
 if (callersOf) {
 	const parentOf = new Map();
 	for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node);
-	const byId = new Map(profile.nodes.map((node) => [node.id, node]));
 	const paths = new Map();
 	for (const node of profile.nodes) {
 		const us = selfUs.get(node.id) ?? 0;
 		if (!us || node.callFrame.functionName !== callersOf) continue;
 		const frames = [];
-		for (let up = parentOf.get(node.id) ?? byId.get(node.parent); up && frames.length < 3; up = parentOf.get(up.id)) {
+		for (let up = parentOf.get(node.id); up && frames.length < 3; up = parentOf.get(up.id)) {
 			frames.push(`${up.callFrame.functionName || '(anonymous)'} ${up.callFrame.url.replace(/^.*node_modules\//, '')}:${up.callFrame.lineNumber + 1}`);
 		}
 		const key = frames.join(' ← ');

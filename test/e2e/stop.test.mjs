@@ -6,8 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import { emulatorCredential, startTestEmulator, waitFor } from './fixtures.mjs';
@@ -15,9 +13,10 @@ import {
 	createUserFolder,
 	importCredential,
 	importWorkflow,
-	installPaths,
+	ownerEnv,
 	packPackage,
 	publishWorkflow,
+	restSession,
 	startN8n,
 } from './n8n.mjs';
 
@@ -57,27 +56,17 @@ function startRelay(targetPort) {
 	});
 }
 
-function ownerHash(password) {
-	const bcrypt = createRequire(path.join(installPaths().dir, 'package.json'))('bcryptjs');
-	return bcrypt.hashSync(password, 10);
-}
-
 describe('Stop in a running n8n 2.41.1', () => {
 	let emulator;
 	let relay;
 	let userFolder;
 	let n8n;
-	let cookie;
+	let session;
 
 	const rest = async (method, route, body) => {
-		const response = await fetch(`${n8n.url}/rest${route}`, {
-			method,
-			headers: { 'content-type': 'application/json', cookie },
-			body: body === undefined ? undefined : JSON.stringify(body),
-		});
-		const text = await response.text();
-		assert.ok(response.ok, `${method} ${route}: ${response.status} ${text.slice(0, 300)}`);
-		return JSON.parse(text).data;
+		const answer = await session.request(method, `/rest${route}`, body);
+		assert.ok(answer.status < 300, `${method} ${route}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
+		return answer.body.data;
 	};
 
 	before(async () => {
@@ -134,25 +123,9 @@ describe('Stop in a running n8n 2.41.1', () => {
 		n8n = await startN8n({
 			userFolder: userFolder.dir,
 			echo: !!process.env.E2E_ECHO,
-			env: {
-				N8N_SECURE_COOKIE: 'false',
-				N8N_INSTANCE_OWNER_MANAGED_BY_ENV: 'true',
-				N8N_INSTANCE_OWNER_EMAIL: OWNER.email,
-				N8N_INSTANCE_OWNER_FIRST_NAME: 'Stop',
-				N8N_INSTANCE_OWNER_LAST_NAME: 'Test',
-				N8N_INSTANCE_OWNER_PASSWORD_HASH: ownerHash(OWNER.password),
-			},
+			env: { N8N_SECURE_COOKIE: 'false', ...ownerEnv({ ...OWNER, firstName: 'Stop', lastName: 'Test' }) },
 		});
-		const login = await fetch(`${n8n.url}/rest/login`, {
-			method: 'POST',
-			headers: { 'content-type': 'application/json' },
-			body: JSON.stringify({ emailOrLdapLoginId: OWNER.email, password: OWNER.password }),
-		});
-		assert.equal(login.status, 200, await login.text());
-		cookie = login.headers
-			.getSetCookie()
-			.map((line) => line.split(';')[0])
-			.join('; ');
+		session = await restSession(n8n.url, OWNER);
 	});
 
 	after(async () => {
