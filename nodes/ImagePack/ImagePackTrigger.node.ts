@@ -5,7 +5,7 @@ import type {
 	INodeTypeDescription,
 	IPollFunctions,
 } from 'n8n-workflow';
-import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
+import { NodeConnectionTypes } from 'n8n-workflow';
 
 import {
 	PAGE_LIMIT,
@@ -31,9 +31,14 @@ import {
 	takeTurn,
 	type PollTimeItem,
 } from './shared/polling';
-import { apiRequest, getConnection, type Connection } from './shared/transport';
-
-const LIST_PATH = '/api/v1/image-pack-publications';
+import { imagePackError } from './shared/errors';
+import {
+	type Connection,
+	PUBLICATIONS_PATH,
+	getConnection,
+	getPublication,
+	listPublications,
+} from './transport';
 /** List pages one poll reads at most (10,000 records); the rest is left to the next poll. */
 export const MAX_PAGES_PER_POLL = 50;
 /** Detail requests in flight at once when attaching manifests. */
@@ -85,15 +90,17 @@ async function listPage(
 	since: number,
 	limit: number,
 ): Promise<ListPage> {
-	const { body } = await apiRequest<ListPage>(
-		ctx,
-		{ method: 'GET', path: LIST_PATH, qs: { since_id: since, limit } },
-		connection,
-	);
+	const { body } = await listPublications(ctx, connection, { sinceId: since, limit });
 	if (typeof body !== 'object' || body === null || !Array.isArray(body.items)) {
-		throw new NodeOperationError(ctx.getNode(), 'The publication list answer has no items array', {
-			description: `GET ${LIST_PATH}?since_id=${since}&limit=${limit} answered: ${JSON.stringify(body).slice(0, 200)}`,
-		});
+		throw imagePackError(
+			ctx.getNode(),
+			{ code: 'server_fault', charge: 'not_charged' },
+			{
+				message: 'The publication list answer has no items array',
+				description: `GET ${PUBLICATIONS_PATH}?since_id=${since}&limit=${limit} answered: ${JSON.stringify(body).slice(0, 200)}`,
+				secret: connection.apiKey,
+			},
+		);
 	}
 	return body;
 }
@@ -112,9 +119,14 @@ async function newestPublication(
 		},
 		() => Date.now() > deadline,
 		(message) => {
-			throw new NodeOperationError(ctx.getNode(), message, {
-				description: `While searching the newest publication with GET ${LIST_PATH}?since_id=…&limit=1`,
-			});
+			throw imagePackError(
+				ctx.getNode(),
+				{ code: 'server_fault', charge: 'not_charged' },
+				{
+					message,
+					description: `While searching the newest publication with GET ${PUBLICATIONS_PATH}?since_id=…&limit=1`,
+				},
+			);
 		},
 	);
 	return { newest, overlap };
@@ -125,12 +137,7 @@ async function fetchDetail(
 	connection: Connection,
 	id: number,
 ): Promise<IDataObject> {
-	const { body } = await apiRequest<IDataObject>(
-		ctx,
-		{ method: 'GET', path: `${LIST_PATH}/${encodeURIComponent(String(id))}` },
-		connection,
-	);
-	return body;
+	return (await getPublication(ctx, connection, id)).body;
 }
 
 function toItem(record: PublicationRecord, detail?: IDataObject): INodeExecutionData {
@@ -238,10 +245,15 @@ export class ImagePackTrigger implements INodeType {
 			// "Fetch Test Event": the newest publication; static data is neither read nor written.
 			const { newest } = await newestPublication(this, connection);
 			if (!newest) {
-				throw new NodeOperationError(this.getNode(), 'This account has no publications yet', {
-					description:
-						'Publish an image pack on the website (or wait for a seller to), then fetch a test event again.',
-				});
+				throw imagePackError(
+					this.getNode(),
+					{ code: 'no_publications', charge: 'not_charged' },
+					{
+						message: 'This account has no publications yet',
+						description:
+							'Publish an image pack on the website (or wait for a seller to), then fetch a test event again.',
+					},
+				);
 			}
 			const detail = includeManifest ? await fetchDetail(this, connection, newest.id) : undefined;
 			return [[toItem(newest, detail)]];

@@ -1,5 +1,5 @@
 /**
- * A test-only node that sends one request through the transport per input item, so transport
+ * A test-only node that makes one call through the transport's typed calls, so transport
  * behaviour is observed through a real ExecuteContext and n8n's own HTTP helpers.
  */
 import type {
@@ -10,7 +10,13 @@ import type {
 } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
-import { apiRequest, downloadFile } from '../../nodes/ImagePack/shared/transport';
+import {
+	generate,
+	getConnection,
+	getPublication,
+	listPublications,
+	openFile,
+} from '../../nodes/ImagePack/transport';
 
 export class TransportProbe implements INodeType {
 	description: INodeTypeDescription = {
@@ -40,8 +46,9 @@ export class TransportProbe implements INodeType {
 		const action = this.getNodeParameter('action', 0) as string;
 		const path = this.getNodeParameter('path', 0) as string;
 		const timeoutMs = this.getNodeParameter('timeoutMs', 0) as number;
+		const connection = await getConnection(this);
 		if (action === 'download') {
-			const file = await downloadFile(this, path, 0);
+			const file = await openFile(this, connection, path);
 			const binary = await this.helpers.prepareBinaryData(
 				file.body as Buffer,
 				file.fileName,
@@ -57,14 +64,21 @@ export class TransportProbe implements INodeType {
 				],
 			];
 		}
-		const response = await apiRequest<Record<string, unknown>>(this, {
-			method: action === 'post' ? 'POST' : 'GET',
-			path,
-			body: action === 'post' ? { prompt: 'x' } : undefined,
-			timeoutMs,
-			uncertainOutcomeHint:
-				'The generation may have run and may have been charged: check session s_probe.',
-		});
+		const detailId = /\/image-pack-publications\/(\d+)$/.exec(path)?.[1];
+		const response =
+			action === 'post'
+				? await generate(
+						this,
+						connection,
+						{ prompt: 'x', session_id: 's_probe' },
+						{
+							acceptLanguage: 'en',
+							timeoutMs,
+						},
+					)
+				: detailId
+					? await getPublication(this, connection, Number(detailId), { timeoutMs })
+					: await listPublications(this, connection, { sinceId: 0, limit: 50 }, { timeoutMs });
 		return [
 			[
 				{

@@ -4,7 +4,7 @@
 import type { IDataObject, INodeExecutionData, INodeParameters } from 'n8n-workflow';
 
 import { ImagePack } from '../../nodes/ImagePack/ImagePack.node';
-import { retryPolicy } from '../../nodes/ImagePack/shared/transport';
+import { retryPolicy } from '../../nodes/ImagePack/transport';
 import { dimensions } from '../emulator';
 import { useEmulator } from '../harness/emulator';
 import { credentialReads, runNode } from '../harness/n8n';

@@ -2,16 +2,21 @@
  * English errors chosen by error.code (API document §7), descriptions for support, tolerant parsing of
  * error bodies, Retry-After, secret redaction and the scope each path needs (§5).
  */
+import type { INode } from 'n8n-workflow';
+import { NodeApiError, NodeOperationError } from 'n8n-workflow';
+
 import {
 	type ApiErrorInfo,
-	SCOPE_OPERATIONS,
+	chargeHint,
 	englishMessage,
+	errorFacts,
+	imagePackError,
 	errorDescription,
 	parseErrorBody,
 	redact,
 	retryAfterSeconds,
-	scopeForPath,
 } from '../../nodes/ImagePack/shared/errors';
+import { SCOPE_OPERATIONS, scopeForPath } from '../../nodes/ImagePack/transport/routes';
 
 const GENERATE = '/api/v1/generate';
 const LIST = '/api/v1/image-pack-publications';
@@ -360,5 +365,135 @@ describe('redact', () => {
 	it('treats the key literally, not as a pattern', () => {
 		const odd = ['sk', 'a.b*c$'].join('_');
 		expect(redact(`x ${odd} sk_aXbbc$`, odd)).toBe('x sk_*** sk_aXbbc$');
+	});
+});
+
+const node: INode = {
+	id: 'node-1',
+	name: 'Image Pack',
+	type: 'n8n-nodes-imagepack.imagePack',
+	typeVersion: 1,
+	position: [0, 0],
+	parameters: {},
+};
+
+describe('imagePackError and errorFacts: facts travel on the error, not in its text', () => {
+	it('an API answer becomes a NodeApiError whose facts read back exactly', () => {
+		const error = imagePackError(
+			node,
+			{
+				code: 'insufficient_credits',
+				httpStatus: 402,
+				requestId: 'req_1',
+				charge: 'not_charged',
+				apiMessage: '积分不足',
+				itemIndex: 2,
+			},
+			{ message: 'Not enough credits', description: 'code: insufficient_credits' },
+		);
+		expect(error).toBeInstanceOf(NodeApiError);
+		expect(error.message).toBe('Not enough credits');
+		expect(error.description).toBe('code: insufficient_credits');
+		expect(errorFacts(error)).toEqual({
+			code: 'insufficient_credits',
+			httpStatus: 402,
+			requestId: 'req_1',
+			charge: 'not_charged',
+			apiMessage: '积分不足',
+			sessionId: null,
+			reason: 'Not enough credits',
+		});
+	});
+
+	it('an error found before sending is a NodeOperationError naming the item, its reason without it', () => {
+		const error = imagePackError(
+			node,
+			{ code: 'invalid_parameter', parameter: 'ratio', charge: 'not_sent', itemIndex: 0 },
+			{ message: 'Ratio "4:5" is not allowed', namesItem: true },
+		);
+		expect(error).toBeInstanceOf(NodeOperationError);
+		expect(error.message).toBe('Item 0: Ratio "4:5" is not allowed');
+		expect(errorFacts(error)).toMatchObject({
+			code: 'invalid_parameter',
+			reason: 'Ratio "4:5" is not allowed',
+		});
+		expect(error.context.parameter).toBe('ratio');
+	});
+
+	it('may have been charged: the hint names the session, in the message when no failure status came back', () => {
+		const timeout = imagePackError(
+			node,
+			{ code: 'timeout', httpStatus: 0, charge: 'may_have_been_charged', sessionId: 's_42' },
+			{ message: 'No answer in time' },
+		);
+		expect(timeout.message).toBe(`No answer in time. ${chargeHint('s_42')}`);
+		expect(timeout.message).toContain('check session s_42');
+		expect(timeout.description).toBe(chargeHint('s_42'));
+		expect(errorFacts(timeout)).toMatchObject({
+			httpStatus: null,
+			charge: 'may_have_been_charged',
+			sessionId: 's_42',
+		});
+		const gateway = imagePackError(
+			node,
+			{ code: 'non_json_response', httpStatus: 502, charge: 'may_have_been_charged' },
+			{ message: 'Not JSON', description: 'HTTP status: 502' },
+		);
+		expect(gateway.message).toBe('Not JSON');
+		expect(gateway.description).toBe(`HTTP status: 502 · ${chargeHint()}`);
+		expect(gateway.description).toContain('the newest "API generation" session');
+	});
+
+	it('masks the secret in the message, the description and every fact', () => {
+		const key = ['sk', 'live', 'abcdef123456'].join('_');
+		const error = imagePackError(
+			node,
+			{
+				code: 'x',
+				httpStatus: 400,
+				charge: 'not_charged',
+				apiMessage: `bad ${key}`,
+				requestId: key,
+			},
+			{ message: `echo ${key}`, description: `said ${key}`, secret: key },
+		);
+		expect(JSON.stringify([error.message, error.description, error.context])).not.toContain(key);
+		expect(errorFacts(error)).toMatchObject({
+			apiMessage: 'bad sk_***',
+			requestId: 'sk_***',
+			reason: 'echo sk_***',
+		});
+	});
+
+	it('errors that are not ours get nulls, "not_sent" and their message as the reason', () => {
+		const nulls = {
+			code: null,
+			httpStatus: null,
+			requestId: null,
+			charge: 'not_sent',
+			apiMessage: null,
+			sessionId: null,
+		};
+		expect(errorFacts(new Error('plain'))).toEqual({ ...nulls, reason: 'plain' });
+		expect(errorFacts(new NodeOperationError(node, 'bad parameter'))).toEqual({
+			...nulls,
+			reason: 'bad parameter',
+		});
+		expect(errorFacts({ context: { code: 7, httpStatus: '402', requestId: 5 } })).toMatchObject(
+			nulls,
+		);
+		expect(errorFacts({ context: { httpStatus: -1 } }).httpStatus).toBeNull();
+	});
+
+	it.each([null, undefined, 'a string', 42])('does not throw for %p', (value) => {
+		expect(errorFacts(value)).toEqual({
+			code: null,
+			httpStatus: null,
+			requestId: null,
+			charge: 'not_sent',
+			apiMessage: null,
+			sessionId: null,
+			reason: String(value),
+		});
 	});
 });

@@ -6,7 +6,7 @@
 import type { INode, JsonObject } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError, sleep } from 'n8n-workflow';
 
-import { errorFacts, errorItem, mapWithConcurrency } from '../../nodes/ImagePack/shared/execution';
+import { errorItem, mapWithConcurrency } from '../../nodes/ImagePack/shared/execution';
 
 /** A worker that records how many calls overlap; every call sleeps, so overlaps are certain. */
 function probe(delay: (index: number) => number = () => 5) {
@@ -217,47 +217,6 @@ function apiError(code: string, httpStatus: number, requestId?: string) {
 	Object.assign(error.context, { code, httpStatus, requestId });
 	return error;
 }
-
-describe('errorFacts', () => {
-	it('reads code, HTTP status and request id from an API error’s context', () => {
-		expect(errorFacts(apiError('insufficient_credits', 402, 'req_1'))).toEqual({
-			code: 'insufficient_credits',
-			httpStatus: 402,
-			requestId: 'req_1',
-		});
-	});
-
-	it('reports a network error (HTTP status 0) without a status', () => {
-		const error = new NodeApiError(node, { networkError: 'ECONNRESET' } as JsonObject, {
-			message: 'reset',
-		});
-		Object.assign(error.context, { code: 'network_error', httpStatus: 0 });
-		expect(errorFacts(error)).toEqual({ code: 'network_error', httpStatus: null, requestId: null });
-	});
-
-	it('uses null for anything missing or of the wrong type', () => {
-		expect(errorFacts(new Error('plain'))).toEqual({
-			code: null,
-			httpStatus: null,
-			requestId: null,
-		});
-		expect(errorFacts({ context: { code: 7, httpStatus: '402', requestId: 5 } })).toEqual({
-			code: null,
-			httpStatus: null,
-			requestId: null,
-		});
-		expect(errorFacts({ context: { httpStatus: -1 } }).httpStatus).toBeNull();
-		expect(errorFacts(new NodeOperationError(node, 'bad parameter'))).toEqual({
-			code: null,
-			httpStatus: null,
-			requestId: null,
-		});
-	});
-
-	it.each([null, undefined, 'a string', 42])('does not throw for %p', (value) => {
-		expect(errorFacts(value)).toEqual({ code: null, httpStatus: null, requestId: null });
-	});
-});
 
 describe('errorItem', () => {
 	it('is { json: { error, code, httpStatus, requestId }, pairedItem } for an API error', () => {

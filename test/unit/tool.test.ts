@@ -29,13 +29,19 @@ describe('tool descriptions', () => {
 });
 
 describe('toolErrorText', () => {
-	const base = { operation: 'generate', httpStatus: null, requestId: null, uncertain: false };
+	const base = {
+		operation: 'generate',
+		httpStatus: null,
+		requestId: null,
+		charge: 'not_sent' as const,
+		apiMessage: null,
+	};
 
-	it('a validation error: nothing sent, what to change, no item prefix', () => {
+	it('a validation error: nothing sent, what to change', () => {
 		expect(
 			toolErrorText({
 				...base,
-				message: 'Item 0: Number of images "3" is not allowed. Allowed values: 1, 2, 4',
+				reason: 'Number of images "3" is not allowed. Allowed values: 1, 2, 4',
 				code: 'invalid_parameter',
 			}),
 		).toBe(
@@ -46,9 +52,9 @@ describe('toolErrorText', () => {
 	it('an API refusal: code, status, not charged, request id, the service message', () => {
 		const text = toolErrorText({
 			...base,
-			message: 'The session does not exist or belongs to another account',
-			description:
-				'code: session_not_found · HTTP status: 404 · request id: req_1 · API message: 会话不存在',
+			reason: 'The session does not exist or belongs to another account',
+			apiMessage: '会话不存在',
+			charge: 'not_charged',
 			code: 'session_not_found',
 			httpStatus: 404,
 			requestId: 'req_1',
@@ -60,7 +66,12 @@ describe('toolErrorText', () => {
 
 	it('an uncertain outcome says it may have been charged', () => {
 		expect(
-			toolErrorText({ ...base, message: 'Timed out', code: 'timeout', uncertain: true }),
+			toolErrorText({
+				...base,
+				reason: 'Timed out',
+				code: 'timeout',
+				charge: 'may_have_been_charged',
+			}),
 		).toMatch(/may have been charged: do not call again automatically/);
 	});
 
@@ -69,7 +80,7 @@ describe('toolErrorText', () => {
 			toolErrorText({
 				...base,
 				operation: 'getMany',
-				message: 'x',
+				reason: 'x',
 				code: 'internal_error',
 				httpStatus: 500,
 			}),

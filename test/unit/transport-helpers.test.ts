@@ -6,7 +6,7 @@ import {
 	mimeTypeFor,
 	networkErrorCode,
 	resolveFileReference,
-} from '../../nodes/ImagePack/shared/transport';
+} from '../../nodes/ImagePack/transport';
 
 const BASE = 'https://images.example.com';
 

@@ -1,7 +1,7 @@
 import type { NodeApiError } from 'n8n-workflow';
 import { sleep } from 'n8n-workflow';
 
-import { retryPolicy } from '../../nodes/ImagePack/shared/transport';
+import { retryPolicy } from '../../nodes/ImagePack/transport';
 import { runNode } from '../harness/n8n';
 import { TransportProbe } from '../harness/probe-node';
 import {
@@ -66,7 +66,7 @@ describe('transport: requests', () => {
 			status: 200,
 		});
 		expect(api.seen).toHaveLength(1);
-		expect(api.seen[0].url).toBe('/api/v1/image-pack-publications');
+		expect(api.seen[0].url).toBe('/api/v1/image-pack-publications?since_id=0&limit=50');
 		expect(api.seen[0].headers.authorization).toBe(`Bearer ${KEY}`);
 	});
 

@@ -3,7 +3,12 @@
  * before anything is sent, naming the parameter and the allowed values; the body carries only what
  * the user set (quality only for GPT models).
  */
+import type { INodeProperties } from 'n8n-workflow';
+
+import { description as generateDescription } from '../../nodes/ImagePack/actions/image/generate/description';
+import { maxFileSizeOption } from '../../nodes/ImagePack/shared/execution';
 import {
+	BOUNDS,
 	type GenerateParameters,
 	ValidationIssue,
 	parseReferenceImageIds,
@@ -544,5 +549,31 @@ describe('parseReferenceImageIds', () => {
 			expect(issue.message).toContain('img_');
 			expect(issue.message).toContain('"id"');
 		}
+	});
+});
+
+describe('BOUNDS: one table for the editor and the checks', () => {
+	// The editor's min/max are read from BOUNDS; the lint rule wants literal defaults, kept equal here.
+	const generateOptions = (generateDescription.find((property) => property.name === 'options')
+		?.options ?? []) as INodeProperties[];
+	it.each([
+		['concurrency', 'concurrency'],
+		['maxCreditsPerExecution', 'maxCreditsPerExecution'],
+		['maxCreditsPerItem', 'maxCreditsPerItem'],
+		['timeoutSeconds', 'timeoutSeconds'],
+		['maxFileSizeMb', 'maxFileSizeMb'],
+	] as const)('Generate’s %s option shows the bounds and default the check uses', (name, bound) => {
+		const option = generateOptions.find((property) => property.name === name);
+		expect(option).toMatchObject({
+			default: BOUNDS[bound].fallback,
+			typeOptions: { minValue: BOUNDS[bound].min, maxValue: BOUNDS[bound].max },
+		});
+	});
+
+	it('Max File Size is the same option wherever files are downloaded', () => {
+		expect(maxFileSizeOption).toMatchObject({
+			default: BOUNDS.maxFileSizeMb.fallback,
+			typeOptions: { minValue: BOUNDS.maxFileSizeMb.min, maxValue: BOUNDS.maxFileSizeMb.max },
+		});
 	});
 });

@@ -1,10 +1,10 @@
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
-import { NodeOperationError } from 'n8n-workflow';
 
 import * as download from './file/download.operation';
 import * as generate from './image/generate.operation';
 import * as get from './publication/get.operation';
 import * as getMany from './publication/getMany.operation';
+import { imagePackError } from '../shared/errors';
 import { asNodeError } from '../shared/execution';
 import { runsAsTool, toolErrorItem } from '../shared/tool';
 
@@ -24,9 +24,10 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 	const operation = this.getNodeParameter('operation', 0) as string;
 	const run = operations[resource]?.[operation];
 	if (!run) {
-		throw new NodeOperationError(
+		throw imagePackError(
 			this.getNode(),
-			`The operation "${operation}" of "${resource}" is not supported`,
+			{ code: 'invalid_parameter', parameter: 'operation', charge: 'not_sent' },
+			{ message: `The operation "${operation}" of "${resource}" is not supported` },
 		);
 	}
 	const items = this.getInputData();

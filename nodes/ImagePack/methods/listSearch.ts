@@ -2,9 +2,7 @@ import type { ILoadOptionsFunctions, INodeListSearchResult } from 'n8n-workflow'
 
 import type { ListPage } from '../shared/cursor';
 import { newestFirstPage, pickerLabel } from '../shared/newestFirst';
-import { apiRequest, getConnection } from '../shared/transport';
-
-const LIST_PATH = '/api/v1/image-pack-publications';
+import { getConnection, listPublications } from '../transport';
 
 /**
  * "From list" of Get Publication's Publication parameter: the account's publications newest first,
@@ -17,14 +15,8 @@ export async function searchPublications(
 	paginationToken?: string,
 ): Promise<INodeListSearchResult> {
 	const connection = await getConnection(this);
-	const list = async (since: number, limit: number) =>
-		(
-			await apiRequest<ListPage>(
-				this,
-				{ method: 'GET', path: LIST_PATH, qs: { since_id: since, limit } },
-				connection,
-			)
-		).body;
+	const list = async (since: number, limit: number): Promise<ListPage> =>
+		(await listPublications(this, connection, { sinceId: since, limit })).body;
 	const page = await newestFirstPage(list, { token: paginationToken, filter });
 	const records = page.records;
 	const wanted = filter?.trim().replace(/^#/, '') ?? '';

@@ -1,8 +1,16 @@
 /**
- * English messages for the API's error codes (API document, section 7). The service's own messages
+ * Every error the package raises is built here, by `imagePackError`, and carries its facts: the code,
+ * the HTTP status, the request id, the item and what the failure cost (`charge`, decided once where
+ * the request was made). Callers read the facts with `errorFacts`, never the text.
+ *
+ * The English messages follow the API's error codes (API document §7): the service's own messages
  * are Chinese and may change, so the node branches on `error.code` only and keeps the original
  * message as detail.
  */
+import type { IDataObject, INode, JsonObject } from 'n8n-workflow';
+import { NodeApiError, NodeOperationError } from 'n8n-workflow';
+
+import { SCOPE_OPERATIONS, routeOf } from '../transport/routes';
 
 export interface ApiErrorInfo {
 	/** `error.code` from the body, or a code of ours for bodies that carry none. */
@@ -12,13 +20,6 @@ export interface ApiErrorInfo {
 	/** The service's own message (Chinese by default). */
 	apiMessage?: string;
 }
-
-/** Which operations each scope unlocks, for messages that tell the user what to tick. */
-export const SCOPE_OPERATIONS: Record<string, string> = {
-	'generate:write': 'Generate',
-	'assets:read': 'Download File and the image downloads of Generate and Get Publication',
-	'documents:read': 'Get Publication, Get Many Publications and the Image Pack Trigger',
-};
 
 const MESSAGES: Record<string, string> = {
 	invalid_request: 'The Image Pack API rejected the request as invalid',
@@ -46,32 +47,20 @@ const MESSAGES: Record<string, string> = {
 	answer_cut_off: 'The answer of the Image Pack API was cut off before it was complete',
 };
 
-/** The scope each API path needs, as the API document lists them. */
-export function scopeForPath(path: string): string | undefined {
-	if (path.startsWith('/api/v1/generate')) return 'generate:write';
-	if (path.startsWith('/api/v1/image-pack-publications')) return 'documents:read';
-	if (path.startsWith('/api/file/')) return 'assets:read';
-	return undefined;
-}
-
 /** The English message for an API error, by code; unknown codes still say what happened. */
 export function englishMessage(info: ApiErrorInfo, path: string): string {
+	const route = routeOf(path);
 	if (info.code === 'insufficient_scope') {
-		const scope = scopeForPath(path);
+		const scope = route?.scope;
 		if (scope) {
 			return `The API key lacks the ${scope} scope, which ${SCOPE_OPERATIONS[scope]} need: add it to the key in the developer center`;
 		}
 	}
 	if (info.code === 'not_found' || (info.httpStatus === 404 && !MESSAGES[info.code])) {
-		if (path.startsWith('/api/v1/image-pack-publications/')) {
-			return 'The publication does not exist or belongs to another account';
-		}
-		if (path.startsWith('/api/file/'))
-			return 'The file does not exist or belongs to another account';
-		return MESSAGES.not_found;
+		return route?.notFound ?? MESSAGES.not_found;
 	}
 	// The refund promise belongs to generate; on the read endpoints it is just a server failure.
-	if (info.code === 'internal_error' && scopeForPath(path) !== 'generate:write') {
+	if (info.code === 'internal_error' && !route?.paid) {
 		return `The Image Pack API failed with an internal error (HTTP ${info.httpStatus})`;
 	}
 	const known = MESSAGES[info.code];
@@ -176,4 +165,97 @@ export function redactDeep<T>(value: T, secret: string | undefined): T {
 		}
 	}
 	return root as T;
+}
+
+/** What a failure cost, as far as the node can know; decided where the request was made. */
+export type ChargeOutcome = 'not_sent' | 'not_charged' | 'may_have_been_charged';
+
+export interface ErrorFacts {
+	/** The API's `error.code`, or a code of ours (`invalid_parameter`, `timeout`, …). */
+	code: string;
+	/** The HTTP status of the answer; 0 when the request got none (network, timeout). */
+	httpStatus?: number;
+	requestId?: string;
+	charge: ChargeOutcome;
+	itemIndex?: number;
+	/** The service's own message (Chinese by default). */
+	apiMessage?: string;
+	/** The parameter at fault, for `invalid_parameter`. */
+	parameter?: string;
+	/** The session a generation that may have been charged belongs to (none: a new session). */
+	sessionId?: string;
+}
+
+export interface ErrorWords {
+	/** What happened, in English, without the item. */
+	message: string;
+	description?: string;
+	/** Start the message with "Item N: " (errors about an item's own input). */
+	namesItem?: boolean;
+	/** A secret to mask in every text (the API key). */
+	secret?: string;
+}
+
+/** What the user should do after a generation that may have run. */
+export function chargeHint(sessionId?: string): string {
+	const where = sessionId ? `session ${sessionId}` : 'the newest "API generation" session';
+	return `The generation may have run and may have been charged: check ${where} on the website before running it again`;
+}
+
+/**
+ * The one constructor. An error about a request's outcome (it has an `httpStatus`, 0 for none) is a
+ * NodeApiError, anything found before or after a request a NodeOperationError. The facts go on the
+ * error's context, where n8n keeps them and `errorFacts` reads them.
+ */
+export function imagePackError(
+	node: INode,
+	facts: ErrorFacts,
+	words: ErrorWords,
+): NodeApiError | NodeOperationError {
+	const clean = redactDeep(facts, words.secret);
+	const { itemIndex } = clean;
+	// The description always says a generation may have run; the message too when the service gave
+	// no failure status of its own (no answer, or a 2xx that could not be read).
+	const uncertain = clean.charge === 'may_have_been_charged';
+	const hint = uncertain ? chargeHint(clean.sessionId) : undefined;
+	const noFailureStatus = !clean.httpStatus || clean.httpStatus < 300;
+	const reason = redact(hint && noFailureStatus ? `${words.message}. ${hint}` : words.message, words.secret);
+	const message = words.namesItem && itemIndex !== undefined ? `Item ${itemIndex}: ${reason}` : reason;
+	const describe = [words.description, hint].filter(Boolean).join(' · ');
+	const description = describe ? redact(describe, words.secret) : undefined;
+	const error =
+		clean.httpStatus === undefined
+			? new NodeOperationError(node, message, { itemIndex, description })
+			: new NodeApiError(node, clean as unknown as JsonObject, {
+					message,
+					description,
+					httpCode: clean.httpStatus ? String(clean.httpStatus) : undefined,
+					itemIndex,
+				});
+	// `reason`: the message without the item, for an agent's tool result.
+	const context: IDataObject = { ...clean, reason };
+	delete context.itemIndex; // n8n keeps the item itself
+	Object.assign(error.context, context);
+	return error;
+}
+
+/** The facts of any error: ours carry them, others (n8n's, unexpected ones) get nulls. */
+export function errorFacts(error: unknown) {
+	const context = ((error as { context?: IDataObject } | null | undefined)?.context ??
+		{}) as IDataObject;
+	const status = context.httpStatus;
+	return {
+		code: typeof context.code === 'string' ? context.code : null,
+		httpStatus: typeof status === 'number' && status > 0 ? status : null,
+		requestId: typeof context.requestId === 'string' ? context.requestId : null,
+		charge: (typeof context.charge === 'string' ? context.charge : 'not_sent') as ChargeOutcome,
+		apiMessage: typeof context.apiMessage === 'string' ? context.apiMessage : null,
+		sessionId: typeof context.sessionId === 'string' ? context.sessionId : null,
+		reason: typeof context.reason === 'string' ? context.reason : errorMessage(error),
+	};
+}
+
+export function errorMessage(error: unknown): string {
+	const message = (error as { message?: unknown } | null | undefined)?.message;
+	return typeof message === 'string' ? message : String(error);
 }

@@ -1,13 +1,9 @@
 /** Per-item execution helpers shared by the operations. */
-import type {
-	IDataObject,
-	IExecuteFunctions,
-	INodeExecutionData,
-	INodeProperties,
-} from 'n8n-workflow';
+import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
-import { executionCancelSignal } from './transport';
+import { executionCancelSignal } from '../transport';
+import { errorFacts, errorMessage, imagePackError } from './errors';
 import { BOUNDS, ValidationIssue, numberOption } from './validate';
 
 /**
@@ -16,13 +12,14 @@ import { BOUNDS, ValidationIssue, numberOption } from './validate';
  */
 export function throwIfStopped(ctx: IExecuteFunctions, itemIndex: number): void {
 	if (!executionCancelSignal(ctx)?.aborted) return;
-	const error = new NodeOperationError(
+	throw imagePackError(
 		ctx.getNode(),
-		`The execution was stopped: item ${itemIndex} and the items after it were not started`,
-		{ itemIndex, description: 'Nothing was sent for these items.' },
+		{ code: 'cancelled', charge: 'not_sent', itemIndex },
+		{
+			message: `The execution was stopped: item ${itemIndex} and the items after it were not started`,
+			description: 'Nothing was sent for these items.',
+		},
 	);
-	Object.assign(error.context, { code: 'cancelled' });
-	throw error;
 }
 
 /** The per-file size cap, one option for every operation that downloads. */
@@ -30,8 +27,8 @@ export const maxFileSizeOption: INodeProperties = {
 	displayName: 'Max File Size (MB)',
 	name: 'maxFileSizeMb',
 	type: 'number',
-	typeOptions: { minValue: 1, maxValue: 1024 },
-	default: 200, // BOUNDS.maxFileSizeMb.fallback; the lint rule wants a literal here
+	typeOptions: { minValue: BOUNDS.maxFileSizeMb.min, maxValue: BOUNDS.maxFileSizeMb.max },
+	default: 200, // BOUNDS.maxFileSizeMb.fallback: the lint rule wants a literal; a test keeps them equal
 	description: 'A downloaded file larger than this is stopped and reported as an error',
 };
 
@@ -75,33 +72,11 @@ export async function mapWithConcurrency<T, R>(
 	return results;
 }
 
-/** What the API told us about a failure, kept on the error's context by the transport. */
-export interface ErrorFacts {
-	code: string | null;
-	httpStatus: number | null;
-	requestId: string | null;
-}
-
-export function errorFacts(error: unknown): ErrorFacts {
-	const context = ((error as { context?: IDataObject } | null | undefined)?.context ??
-		{}) as IDataObject;
-	return {
-		code: typeof context.code === 'string' ? context.code : null,
-		httpStatus:
-			typeof context.httpStatus === 'number' && context.httpStatus > 0 ? context.httpStatus : null,
-		requestId: typeof context.requestId === 'string' ? context.requestId : null,
-	};
-}
-
-function errorMessage(error: unknown): string {
-	const message = (error as { message?: unknown } | null | undefined)?.message;
-	return typeof message === 'string' ? message : String(error);
-}
-
 /** The output item of a failed input item under Continue On Fail. */
 export function errorItem(error: unknown, itemIndex: number): INodeExecutionData {
+	const { code, httpStatus, requestId } = errorFacts(error);
 	return {
-		json: { error: errorMessage(error), ...errorFacts(error) },
+		json: { error: errorMessage(error), code, httpStatus, requestId },
 		pairedItem: { item: itemIndex },
 	};
 }
@@ -117,34 +92,49 @@ export function asNodeError(
 ): NodeApiError | NodeOperationError {
 	if (error instanceof NodeApiError || error instanceof NodeOperationError) return error;
 	if (error instanceof ValidationIssue && itemIndex !== undefined) {
-		const failure = new NodeOperationError(ctx.getNode(), `Item ${itemIndex}: ${error.message}`, {
-			itemIndex,
-			description: `Parameter "${error.parameter}" of item ${itemIndex}. Nothing was sent and no credits were used.`,
-		});
-		Object.assign(failure.context, { code: 'invalid_parameter', parameter: error.parameter });
-		return failure;
+		return invalidParameter(ctx, error.parameter, error.message, itemIndex);
 	}
 	return new NodeOperationError(ctx.getNode(), error as Error, { itemIndex });
 }
 
+/** A bad parameter value of an item, found before anything was sent. */
+export function invalidParameter(
+	ctx: IExecuteFunctions,
+	parameter: string,
+	message: string,
+	itemIndex: number,
+): NodeOperationError {
+	return imagePackError(
+		ctx.getNode(),
+		{ code: 'invalid_parameter', parameter, charge: 'not_sent', itemIndex },
+		{
+			message,
+			description: `Parameter "${parameter}" of item ${itemIndex}. Nothing was sent and no credits were used.`,
+			namesItem: true,
+		},
+	) as NodeOperationError;
+}
+
 /**
- * Runs `work` for each input item in order. Under Continue On Fail a failing item becomes an error
- * item and the others go on; otherwise the first failure stops the node.
+ * Runs `work` for each input item, at most `concurrency` at once (default: one after the other, as
+ * n8n does); output in input order. Under Continue On Fail a failing item becomes an error item and
+ * the others go on; otherwise the first failure stops the node (work in flight finishes).
  */
 export async function eachItem(
 	ctx: IExecuteFunctions,
 	items: INodeExecutionData[],
 	work: (itemIndex: number) => Promise<INodeExecutionData[]>,
+	concurrency = 1,
 ): Promise<INodeExecutionData[]> {
-	const output: INodeExecutionData[] = [];
-	for (let itemIndex = 0; itemIndex < items.length; itemIndex++) {
+	const continueOnFail = ctx.continueOnFail();
+	const outputs = await mapWithConcurrency(items, concurrency, async (_item, itemIndex) => {
 		throwIfStopped(ctx, itemIndex);
 		try {
-			output.push(...(await work(itemIndex)));
+			return await work(itemIndex);
 		} catch (error) {
-			if (!ctx.continueOnFail()) throw asNodeError(ctx, error, itemIndex);
-			output.push(errorItem(error, itemIndex));
+			if (!continueOnFail) throw asNodeError(ctx, error, itemIndex);
+			return [errorItem(error, itemIndex)];
 		}
-	}
-	return output;
+	});
+	return outputs.flat();
 }

@@ -19,8 +19,10 @@
  * older than what this process last delivered skips too, until n8n has committed that delivery.
  * Nothing here can see a poll running in another process (several mains).
  */
-import type { INode } from 'n8n-workflow';
-import { NodeOperationError, sleep } from 'n8n-workflow';
+import type { INode, NodeOperationError } from 'n8n-workflow';
+import { sleep } from 'n8n-workflow';
+
+import { errorFacts, imagePackError } from './errors';
 
 /** How long a delivery may take to show up in the state n8n hands the next poll. */
 export const COMMIT_GRACE_MS = 2 * 60_000;
@@ -163,7 +165,7 @@ export function shortestPollGapMs(items: PollTimeItem[] | undefined): number {
 	return gap * 1000;
 }
 
-const TEARDOWN_MESSAGE = 'n8n ended this poll before it finished (not an API or network error)';
+const TEARDOWN_CODE = 'poll_teardown';
 
 /**
  * Whether an error means n8n took the poll's expression engine away (a poll time that ended while
@@ -174,9 +176,10 @@ export function isPollTeardown(error: unknown): boolean {
 	let current = error as { name?: unknown; message?: unknown; cause?: unknown } | undefined;
 	for (let depth = 0; current && depth < 5; depth++) {
 		if (current.name === 'IsolateError' || current.name === 'PoolDisposedError') return true;
+		if (errorFacts(current).code === TEARDOWN_CODE) return true;
+		// n8n's own errors carry no code: their text is all there is.
 		const message = typeof current.message === 'string' ? current.message : '';
 		if (
-			message === TEARDOWN_MESSAGE ||
 			/No bridge acquired for this context|Isolate for this caller is no longer available|Evaluator disposed|Pool is disposed/.test(
 				message,
 			)
@@ -189,11 +192,15 @@ export function isPollTeardown(error: unknown): boolean {
 }
 
 /** How a poll that n8n tore down is reported (see isPollTeardown): never as an API or network error. */
-export function pollTeardownError(node: INode, cause: unknown): NodeOperationError {
-	if (cause instanceof NodeOperationError && cause.message === TEARDOWN_MESSAGE) return cause;
+export function pollTeardownError(node: INode, cause: unknown) {
+	if (errorFacts(cause).code === TEARDOWN_CODE) return cause as NodeOperationError;
 	const detail = cause instanceof Error ? cause.message : String(cause);
-	return new NodeOperationError(node, cause instanceof Error ? cause : detail, {
-		message: TEARDOWN_MESSAGE,
-		description: `n8n took the expression engine away from this poll: another poll of the trigger ended while it was running, the poll ran past n8n’s poll timeout, or n8n is shutting down. What the poll completed was delivered; nothing was skipped: the next poll continues from there. (${detail})`,
-	});
+	return imagePackError(
+		node,
+		{ code: TEARDOWN_CODE, charge: 'not_charged' },
+		{
+			message: 'n8n ended this poll before it finished (not an API or network error)',
+			description: `n8n took the expression engine away from this poll: another poll of the trigger ended while it was running, the poll ran past n8n’s poll timeout, or n8n is shutting down. What the poll completed was delivered; nothing was skipped: the next poll continues from there. (${detail})`,
+		},
+	);
 }

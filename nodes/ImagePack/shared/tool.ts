@@ -20,7 +20,7 @@ import {
 	QUALITIES,
 	RATIOS,
 } from './catalog';
-import { errorFacts } from './execution';
+import { type ChargeOutcome, errorFacts } from './errors';
 
 /** Whether this run of the node is an AI agent's tool call (AI Agent 2.x and 3.x, n8n 1.x and 2.x). */
 export function runsAsTool(ctx: IExecuteFunctions): boolean {
@@ -102,9 +102,6 @@ export const TOOL_DESCRIPTIONS = {
 // ---------------------------------------------------------------------------------------------
 // Errors as text a model can act on.
 
-/** What a failure cost: as far as the node can know. */
-export type ChargeOutcome = 'not_sent' | 'not_charged' | 'may_have_been_charged';
-
 const CHARGE_WORDS: Record<ChargeOutcome, string> = {
 	not_sent: 'Nothing was sent and no credits were used.',
 	not_charged: 'The service refused or refunded the request: no credits were charged.',
@@ -141,25 +138,16 @@ const NEXT_STEP: Record<string, string> = {
 	network_error: 'Tell the user the Image Pack API could not be reached; do not retry now.',
 };
 
-/** Which codes mean "the service refused before reserving, or refunded": no credits moved. */
-function chargeOutcome(code: string | null, httpStatus: number | null, uncertain: boolean) {
-	if (uncertain) return 'may_have_been_charged';
-	if (!code || code === 'invalid_parameter' || code === 'credit_cap_reached' || !httpStatus) {
-		return 'not_sent';
-	}
-	return 'not_charged';
-}
-
 export interface ToolErrorInput {
 	operation: string;
-	/** The n8n error's message and description (both already free of the API key). */
-	message: string;
-	description?: string | null;
+	/** What failed, in English, without the item (already free of the API key). */
+	reason: string;
 	code: string | null;
 	httpStatus: number | null;
 	requestId: string | null;
-	/** True when a generation may have run (timeout, reset, gateway error after sending). */
-	uncertain: boolean;
+	charge: ChargeOutcome;
+	/** The service's own message, when it sent one. */
+	apiMessage: string | null;
 }
 
 const OPERATION_WORDS: Record<string, string> = {
@@ -172,17 +160,17 @@ const OPERATION_WORDS: Record<string, string> = {
 /** One English paragraph: what failed, the code, what was charged, the request id, what to do. */
 export function toolErrorText(input: ToolErrorInput): string {
 	const what = (OPERATION_WORDS[input.operation] ?? 'The Image Pack call') + ' failed';
-	const message = input.message.replace(/^Item \d+: /, '').replace(/\.?\s*$/, '.');
+	const reason = input.reason.replace(/\.?\s*$/, '.');
 	const code = input.code ?? 'unknown';
 	const status = input.httpStatus ? `, HTTP ${input.httpStatus}` : '';
-	const outcome = chargeOutcome(input.code, input.httpStatus, input.uncertain);
-	const parts = [`${what}: ${message}`, `Error code: ${code}${status}.`];
+	const parts = [`${what}: ${reason}`, `Error code: ${code}${status}.`];
 	// Generation is the only operation that costs credits.
-	if (input.operation === 'generate') parts.push(CHARGE_WORDS[outcome]);
+	if (input.operation === 'generate') parts.push(CHARGE_WORDS[input.charge]);
 	else parts.push('This operation never costs credits.');
 	if (input.requestId) parts.push(`Request id: ${input.requestId}.`);
-	const apiDetail = /API message: ([^·]+)/.exec(input.description ?? '')?.[1]?.trim();
-	if (apiDetail) parts.push(`The service’s message: ${apiDetail.replace(/[^.。!?！？]$/, '$&.')}`);
+	if (input.apiMessage) {
+		parts.push(`The service’s message: ${input.apiMessage.trim().replace(/[^.。!?！？]$/, '$&.')}`);
+	}
 	const next = NEXT_STEP[code];
 	if (next) parts.push(next);
 	return parts.join(' ');
@@ -195,25 +183,13 @@ export function toolErrorItem(
 	operation: string,
 ): INodeExecutionData {
 	const facts = errorFacts(error);
-	const { message, description, context } = (error ?? {}) as {
-		message?: unknown;
-		description?: unknown;
-		context?: IDataObject;
+	const json: IDataObject = {
+		error: toolErrorText({ operation, ...facts }),
+		code: facts.code,
+		httpStatus: facts.httpStatus,
 	};
-	// Set by Generate when the transport could not tell whether the generation ran.
-	const uncertain = context?.mayHaveBeenCharged === true;
-	const text = toolErrorText({
-		operation,
-		message: typeof message === 'string' ? message : String(error),
-		description: typeof description === 'string' ? description : null,
-		...facts,
-		uncertain,
-	});
-	const json: IDataObject = { error: text, code: facts.code, httpStatus: facts.httpStatus };
 	if (facts.requestId) json.requestId = facts.requestId;
-	if (operation === 'generate') {
-		json.charged = chargeOutcome(facts.code, facts.httpStatus, uncertain);
-	}
+	if (operation === 'generate') json.charged = facts.charge;
 	return { json, pairedItem: { item: itemIndex } };
 }
 

@@ -177,8 +177,10 @@ function promptText(value: unknown): string {
 
 /** Bounds of the numeric options, with the defaults that apply when an option is not set. */
 export const BOUNDS = {
+	/** Above the API's 5 minutes: GENERATE_TIMEOUT_MS in seconds. */
 	timeoutSeconds: { min: 1, max: 3600, whole: false, fallback: 330 },
 	maxCreditsPerItem: { min: 0, max: 1_000_000, whole: false, fallback: 0 },
+	maxCreditsPerExecution: { min: 0, max: 1_000_000, whole: false, fallback: 0 },
 	concurrency: { min: 1, max: 8, whole: true, fallback: 1 },
 	maxFileSizeMb: { min: 1, max: 1024, whole: false, fallback: 200 },
 } as const;

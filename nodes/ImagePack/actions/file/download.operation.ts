@@ -1,8 +1,12 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { NodeOperationError } from 'n8n-workflow';
 
-import { eachItem, maxFileBytes, maxFileSizeOption } from '../../shared/execution';
-import { downloadBinary, getConnection } from '../../shared/transport';
+import {
+	eachItem,
+	invalidParameter,
+	maxFileBytes,
+	maxFileSizeOption,
+} from '../../shared/execution';
+import { downloadBinary, getConnection } from '../../transport';
 
 const show = { resource: ['file'], operation: ['download'] };
 
@@ -47,20 +51,23 @@ export async function execute(
 		const fileUrl = String(this.getNodeParameter('fileUrl', itemIndex, '') ?? '').trim();
 		const property = String(this.getNodeParameter('binaryPropertyName', itemIndex, 'data')).trim();
 		if (!fileUrl) {
-			throw new NodeOperationError(
-				this.getNode(),
-				`Item ${itemIndex}: File URL is empty. Allowed values: an images[].url, a download_url, a file name or a URL on the credential's host`,
-				{ itemIndex },
+			throw invalidParameter(
+				this,
+				'fileUrl',
+				`File URL is empty. Allowed values: an images[].url, a download_url, a file name or a URL on the credential's host`,
+				itemIndex,
 			);
 		}
 		if (!property) {
-			throw new NodeOperationError(
-				this.getNode(),
-				`Item ${itemIndex}: Put Output File in Field is empty`,
-				{ itemIndex },
+			throw invalidParameter(
+				this,
+				'binaryPropertyName',
+				'Put Output File in Field is empty. Allowed values: a field name such as data',
+				itemIndex,
 			);
 		}
-		const binary = await downloadBinary(this, fileUrl, itemIndex, connection, undefined, {
+		const binary = await downloadBinary(this, connection, fileUrl, {
+			itemIndex,
 			maxBytes: maxFileBytes(this.getNodeParameter('options', itemIndex, {})),
 		});
 		return [

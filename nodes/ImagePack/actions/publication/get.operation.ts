@@ -5,17 +5,15 @@ import type {
 	INodeExecutionData,
 	INodeProperties,
 } from 'n8n-workflow';
-import { NodeOperationError } from 'n8n-workflow';
 
-import { eachItem, maxFileBytes, maxFileSizeOption } from '../../shared/execution';
-import { normalizeManifest } from '../../shared/manifest';
 import {
-	type Connection,
-	type DownloadLimits,
-	apiRequest,
-	downloadBinary,
-	getConnection,
-} from '../../shared/transport';
+	eachItem,
+	invalidParameter,
+	maxFileBytes,
+	maxFileSizeOption,
+} from '../../shared/execution';
+import { normalizeManifest } from '../../shared/manifest';
+import { type Connection, downloadBinary, getConnection, getPublication } from '../../transport';
 
 const show = { resource: ['publication'], operation: ['get'] };
 
@@ -96,10 +94,11 @@ export function publicationIdOf(ctx: IExecuteFunctions, itemIndex: number): numb
 		| number;
 	const text = String(raw).trim().replace(/^#/, '');
 	if (!/^\d+$/.test(text) || Number(text) < 1 || !Number.isSafeInteger(Number(text))) {
-		throw new NodeOperationError(
-			ctx.getNode(),
-			`Item ${itemIndex}: Publication ID "${text}" is not a publication record id. Allowed values: a positive whole number, such as the "id" of an Image Pack Trigger item`,
-			{ itemIndex },
+		throw invalidParameter(
+			ctx,
+			'publicationId',
+			`Publication ID "${text}" is not a publication record id. Allowed values: a positive whole number, such as the "id" of an Image Pack Trigger item`,
+			itemIndex,
 		);
 	}
 	return Number(text);
@@ -112,13 +111,9 @@ export async function fetchPublication(
 	itemIndex: number,
 	downloadImages: boolean,
 	connection: Connection,
-	bounds: DownloadLimits = {},
+	maxBytes?: number,
 ): Promise<INodeExecutionData> {
-	const { body } = await apiRequest<IDataObject>(
-		ctx,
-		{ method: 'GET', path: `/api/v1/image-pack-publications/${id}`, itemIndex },
-		connection,
-	);
+	const { body } = await getPublication(ctx, connection, id, { itemIndex });
 	const normalized = normalizeManifest(body.manifest);
 	const binary: Record<string, IBinaryData> = {};
 	const images = normalized.images.map((image) => ({
@@ -129,14 +124,10 @@ export async function fetchPublication(
 		for (const image of images) {
 			if (!image.download_url) continue;
 			const key = `image_${Object.keys(binary).length}`;
-			binary[key] = await downloadBinary(
-				ctx,
-				image.download_url,
+			binary[key] = await downloadBinary(ctx, connection, image.download_url, {
 				itemIndex,
-				connection,
-				undefined,
-				bounds,
-			);
+				maxBytes,
+			});
 			image.binaryProperty = key;
 		}
 	}
@@ -159,9 +150,14 @@ export async function execute(
 		};
 		const maxBytes = maxFileBytes(options);
 		return [
-			await fetchPublication(this, id, itemIndex, Boolean(options.downloadImages), connection, {
+			await fetchPublication(
+				this,
+				id,
+				itemIndex,
+				Boolean(options.downloadImages),
+				connection,
 				maxBytes,
-			}),
+			),
 		];
 	});
 }

@@ -4,10 +4,10 @@ import type {
 	INodeExecutionData,
 	INodeProperties,
 } from 'n8n-workflow';
-import { NodeOperationError } from 'n8n-workflow';
 
-import { eachItem } from '../../shared/execution';
-import { type Connection, apiRequest, getConnection } from '../../shared/transport';
+import { imagePackError } from '../../shared/errors';
+import { eachItem, invalidParameter } from '../../shared/execution';
+import { type Connection, getConnection, listPublications } from '../../transport';
 
 const show = { resource: ['publication'], operation: ['getMany'] };
 export const MAX_PAGE_SIZE = 200;
@@ -41,11 +41,6 @@ export const description: INodeProperties[] = [
 	},
 ];
 
-interface ListPage {
-	items: IDataObject[];
-	next_since_id: number;
-}
-
 function wholeNumber(
 	ctx: IExecuteFunctions,
 	name: string,
@@ -57,10 +52,11 @@ function wholeNumber(
 ): number {
 	const number = Number(value);
 	if (!Number.isSafeInteger(number) || number < min || number > max) {
-		throw new NodeOperationError(
-			ctx.getNode(),
-			`Item ${itemIndex}: ${label} "${String(value)}" is not allowed. Allowed values: whole numbers from ${min} to ${max}`,
-			{ itemIndex, description: `Parameter "${name}"` },
+		throw invalidParameter(
+			ctx,
+			name,
+			`${label} "${String(value)}" is not allowed. Allowed values: whole numbers from ${min} to ${max}`,
+			itemIndex,
 		);
 	}
 	return number;
@@ -71,18 +67,17 @@ export const MAX_RETURN_ALL_RECORDS = 100_000;
 /** …and at most this many pages, however short the server makes them. */
 export const MAX_RETURN_ALL_PAGES = 1_000;
 
-function serverFault(ctx: IExecuteFunctions, itemIndex: number, what: string): NodeOperationError {
-	const error = new NodeOperationError(
+function serverFault(ctx: IExecuteFunctions, itemIndex: number, what: string) {
+	return imagePackError(
 		ctx.getNode(),
-		`Item ${itemIndex}: the Image Pack API's publication list ${what}; reading stopped`,
+		{ code: 'server_fault', charge: 'not_charged', itemIndex },
 		{
-			itemIndex,
+			message: `the Image Pack API's publication list ${what}; reading stopped`,
 			description:
 				'This is a fault of the server (or of something in front of it), not of the workflow. Nothing was changed.',
+			namesItem: true,
 		},
 	);
-	Object.assign(error.context, { code: 'server_fault' });
-	return error;
 }
 
 /**
@@ -97,7 +92,7 @@ async function listRecords(
 	limit: number | undefined,
 	connection: Connection,
 ): Promise<IDataObject[]> {
-	const byId = new Map<number, IDataObject>();
+	const byId = new Map<number, IDataObject>(); // records as the server sent them
 	let cursor = sinceId;
 	let pages = 0;
 	// Within one call the pages follow next_since_id directly: re-reading the overlap only matters
@@ -105,15 +100,11 @@ async function listRecords(
 	for (;;) {
 		const pageSize =
 			limit === undefined ? MAX_PAGE_SIZE : Math.min(MAX_PAGE_SIZE, limit - byId.size);
-		const { body } = await apiRequest<ListPage>(
+		const { body } = await listPublications(
 			ctx,
-			{
-				method: 'GET',
-				path: '/api/v1/image-pack-publications',
-				qs: { since_id: cursor, limit: pageSize },
-				itemIndex,
-			},
 			connection,
+			{ sinceId: cursor, limit: pageSize },
+			{ itemIndex },
 		);
 		const items = Array.isArray(body.items) ? body.items.slice(0, pageSize) : [];
 		let highest = cursor;
@@ -126,19 +117,20 @@ async function listRecords(
 					`returned a record with id ${JSON.stringify((record as IDataObject | null)?.id)} for since_id=${cursor} (ids must be whole numbers above since_id)`,
 				);
 			}
-			if (!byId.has(id)) byId.set(id, record);
+			if (!byId.has(id)) byId.set(id, record as IDataObject);
 			highest = Math.max(highest, id);
 		}
 		if (limit !== undefined || items.length === 0) break;
 		const next = Number(body.next_since_id);
 		if (!Number.isSafeInteger(next) || next <= cursor) break;
 		if (byId.size >= MAX_RETURN_ALL_RECORDS || ++pages >= MAX_RETURN_ALL_PAGES) {
-			throw new NodeOperationError(
+			throw imagePackError(
 				ctx.getNode(),
-				`Item ${itemIndex}: Return All stops at ${MAX_RETURN_ALL_RECORDS} publications or ${MAX_RETURN_ALL_PAGES} pages, and there are more`,
+				{ code: 'too_many_results', charge: 'not_charged', itemIndex },
 				{
-					itemIndex,
+					message: `Return All stops at ${MAX_RETURN_ALL_RECORDS} publications or ${MAX_RETURN_ALL_PAGES} pages, and there are more`,
 					description: `Read in parts: turn off Return All and set Since ID to the last id of the previous part (${highest} after this part), or use the Image Pack Trigger.`,
+					namesItem: true,
 				},
 			);
 		}

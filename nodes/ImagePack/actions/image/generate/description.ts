@@ -1,0 +1,216 @@
+/** Generate's parameters in the editor; limits come from the catalog and the options table. */
+import type { INodeProperties } from 'n8n-workflow';
+import { updateDisplayOptions } from 'n8n-workflow';
+
+import {
+	AUTO_MODEL,
+	DEFAULT_QUALITY,
+	DEFAULT_RATIO,
+	IMAGE_COUNTS,
+	MAX_PROMPT_LENGTH,
+	MODELS,
+	PURPOSE_LABELS,
+	PURPOSES,
+	QUALITIES,
+	describePrice,
+} from '../../../shared/catalog';
+import { maxFileSizeOption } from '../../../shared/execution';
+import { BOUNDS } from '../../../shared/validate';
+
+const GPT_MODELS = MODELS.filter((model) => model.usesQuality).map((model) => model.id);
+
+const properties: INodeProperties[] = [
+	{
+		displayName: 'Prompt',
+		name: 'prompt',
+		type: 'string',
+		typeOptions: { rows: 4 },
+		default: '',
+		placeholder: 'A white sneaker on a marble pedestal, soft studio light',
+		description: `What to generate, up to ${MAX_PROMPT_LENGTH} characters. Optional when reference images are given. Ask for text (brand name, slogan, price) and Auto picks GPT Image 2.`,
+	},
+	{
+		displayName: 'Model',
+		name: 'model',
+		type: 'options',
+		default: AUTO_MODEL,
+		description:
+			'Image model. Auto picks one per request and does not report which; pick a model to know it.',
+		options: [
+			{
+				name: 'Auto',
+				value: AUTO_MODEL,
+				description:
+					'Nano Banana 2 by default, GPT Image 2 for text in the image, another model when there are too many references',
+			},
+			...MODELS.map((model) => ({
+				name:
+					model.status === 'Stable' ? model.displayName : `${model.displayName} (${model.status})`,
+				value: model.id,
+				description: describePrice(model),
+			})),
+		],
+	},
+	// One notice per model, generated from the catalog: what it accepts and what it costs.
+	...MODELS.map(
+		(model): INodeProperties => ({
+			displayName: `${model.displayName}: ratios ${model.ratios.join(', ')}; resolutions ${model.resolutions.join(', ')} (default ${model.defaultResolution}); up to ${model.referenceLimit} reference images; ${describePrice(model)}.`,
+			name: `notice_${model.id.replace(/[^a-z0-9]/gi, '_')}`,
+			type: 'notice',
+			default: '',
+			displayOptions: { show: { model: [model.id] } },
+		}),
+	),
+	{
+		displayName: 'Ratio Name or ID',
+		name: 'ratio',
+		type: 'options',
+		typeOptions: { loadOptionsMethod: 'getRatios', loadOptionsDependsOn: ['model'] },
+		default: DEFAULT_RATIO,
+		description:
+			'Aspect ratio of the images; only the ratios the chosen model supports are listed. Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>.',
+	},
+	{
+		displayName: 'Resolution Name or ID',
+		name: 'resolution',
+		type: 'options',
+		typeOptions: { loadOptionsMethod: 'getResolutions', loadOptionsDependsOn: ['model'] },
+		default: '',
+		description:
+			'Resolution of the images; empty uses the model’s default. Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>.',
+	},
+	{
+		displayName: 'Quality',
+		name: 'quality',
+		type: 'options',
+		default: DEFAULT_QUALITY,
+		description: 'Only GPT models use quality, and it sets their price',
+		options: QUALITIES.map((quality) => ({
+			name: quality.charAt(0).toUpperCase() + quality.slice(1),
+			value: quality,
+		})),
+		displayOptions: { show: { model: GPT_MODELS } },
+	},
+	{
+		displayName: 'Number of Images',
+		name: 'n',
+		type: 'options',
+		default: 1,
+		description: 'How many images to generate; credits are charged per delivered image',
+		options: IMAGE_COUNTS.map((count) => ({ name: String(count), value: count })),
+	},
+	{
+		displayName: 'Purpose',
+		name: 'purpose',
+		type: 'options',
+		default: 'free',
+		description: 'Which set of e-commerce photography rules is added to the prompt',
+		options: PURPOSES.map((purpose) => ({ value: purpose, ...PURPOSE_LABELS[purpose] })),
+	},
+	{
+		displayName: 'Reference Image IDs',
+		name: 'referenceImageIds',
+		type: 'string',
+		default: '',
+		placeholder: 'img_123, img_456',
+		description:
+			'Images to start from: image IDs (img_…) of an earlier Generate, separated by commas or spaces, or an expression returning a list. To refine the images of a previous Generate node, map its "images" field here.',
+	},
+	{
+		displayName: 'Session ID',
+		name: 'sessionId',
+		type: 'string',
+		default: '',
+		placeholder: 's_123',
+		description:
+			'Continue an existing session: map the session_id of an earlier Generate. Empty starts a new session.',
+	},
+	{
+		displayName: 'Options',
+		name: 'options',
+		type: 'collection',
+		placeholder: 'Add Option',
+		default: {},
+		options: [
+			{
+				displayName: 'Accept Language',
+				name: 'acceptLanguage',
+				type: 'options',
+				default: 'en',
+				description: 'Language of the warning texts the service returns',
+				options: [
+					{ name: 'English', value: 'en' },
+					{ name: 'Chinese', value: 'zh-CN' },
+				],
+			},
+			{
+				displayName: 'Concurrency',
+				name: 'concurrency',
+				type: 'number',
+				typeOptions: { minValue: BOUNDS.concurrency.min, maxValue: BOUNDS.concurrency.max },
+				default: 1,
+				description:
+					'How many items are generated at the same time. Output order always follows input order.',
+			},
+			{
+				displayName: 'Download Images',
+				name: 'downloadImages',
+				type: 'boolean',
+				default: true,
+				description:
+					'Whether to attach the generated images as binary data (image_0, image_1, …). When the node runs as an AI agent’s tool, images are not downloaded unless this option is added and on: the agent only sees the JSON.',
+			},
+			{
+				displayName: 'Max Credits per Execution',
+				name: 'maxCreditsPerExecution',
+				type: 'number',
+				typeOptions: {
+					minValue: BOUNDS.maxCreditsPerExecution.min,
+					maxValue: BOUNDS.maxCreditsPerExecution.max,
+				},
+				default: 0,
+				description:
+					'Refuse a generation once the credits this workflow run has spent on Image Pack generations (all Image Pack nodes and every agent tool call of the run), plus this request’s estimate, would pass this (0 = no limit). Guards the wallet when an AI agent calls this tool in a loop; a refused call tells the agent why.',
+			},
+			{
+				displayName: 'Max Credits per Item',
+				name: 'maxCreditsPerItem',
+				type: 'number',
+				typeOptions: {
+					minValue: BOUNDS.maxCreditsPerItem.min,
+					maxValue: BOUNDS.maxCreditsPerItem.max,
+				},
+				default: 0,
+				description:
+					'Refuse to send an item whose estimated credits exceed this (0 = no limit). For Auto the estimate is the highest price Auto may pick.',
+			},
+			{
+				...maxFileSizeOption,
+				description:
+					'A downloaded image larger than this is stopped and reported in download_errors (the generation stays in the output)',
+			},
+			{
+				displayName: 'One Item per Image',
+				name: 'splitImages',
+				type: 'boolean',
+				default: false,
+				description:
+					'Whether to output one item per generated image (binary under "data") instead of one item per request',
+			},
+			{
+				displayName: 'Timeout (Seconds)',
+				name: 'timeoutSeconds',
+				type: 'number',
+				typeOptions: { minValue: BOUNDS.timeoutSeconds.min, maxValue: BOUNDS.timeoutSeconds.max },
+				default: 330, // BOUNDS.timeoutSeconds.fallback: the lint rule wants a literal; a test keeps them equal
+				description:
+					'How long one generation may take in total, the answer included (1 to 3600). The service may take up to 5 minutes, so keep this above 300.',
+			},
+		],
+	},
+];
+
+export const description = updateDisplayOptions(
+	{ show: { resource: ['image'], operation: ['generate'] } },
+	properties,
+);

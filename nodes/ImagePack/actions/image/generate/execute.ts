@@ -1,0 +1,261 @@
+/**
+ * Generate's run: every item is checked before the first request, so a bad row in a batch costs
+ * nothing and stops nothing half-way; requests then run with bounded concurrency on the shared item
+ * loop, output in input order. Each item: reserve its estimate under the execution's credit cap,
+ * generate, settle the ledger with what was charged, read the answer, download the images.
+ */
+import type { IBinaryData, IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+
+import { chargeHint, errorFacts, imagePackError } from '../../../shared/errors';
+import { asNodeError, eachItem } from '../../../shared/execution';
+import { CreditCapReached, ExecutionLedger, creditBudget, runsAsTool } from '../../../shared/tool';
+import {
+	type Answer,
+	type Connection,
+	downloadBinary,
+	generate,
+	getConnection,
+} from '../../../transport';
+import { type GeneratedImage, type GenerateResponse, type ReadAnswer, readAnswer } from './answer';
+import { type ItemPlan, planItem } from './options';
+
+/** What every item of one node run shares. */
+interface Run {
+	connection: Connection;
+	asTool: boolean;
+	ledger: ExecutionLedger;
+}
+
+/** Takes the request's estimate from the execution's credit cap, or refuses before anything is sent. */
+function reserveCredits(
+	ctx: IExecuteFunctions,
+	run: Run,
+	estimate: number,
+	cap: number,
+	itemIndex: number,
+) {
+	try {
+		run.ledger.reserve(estimate, cap);
+	} catch (error) {
+		if (!(error instanceof CreditCapReached)) throw asNodeError(ctx, error, itemIndex);
+		throw imagePackError(
+			ctx.getNode(),
+			{ code: 'credit_cap_reached', charge: 'not_sent', itemIndex },
+			{
+				message: error.message,
+				description: `Nothing was sent and no credits were used. Raise Max Credits per Execution (now ${cap}) to allow more.`,
+			},
+		);
+	}
+}
+
+/** Sends the generation; the ledger ends up holding what it cost (its estimate while unknown). */
+async function sendGeneration(
+	ctx: IExecuteFunctions,
+	itemIndex: number,
+	{ request, options }: ItemPlan,
+	run: Run,
+): Promise<Answer<GenerateResponse>> {
+	const estimate = request.creditsEstimated;
+	reserveCredits(ctx, run, estimate, options.maxCreditsPerExecution, itemIndex);
+	let answer: Answer<GenerateResponse>;
+	try {
+		answer = await generate<GenerateResponse>(
+			ctx,
+			run.connection,
+			{ ...request.body },
+			{
+				itemIndex,
+				acceptLanguage: options.acceptLanguage,
+				timeoutMs: options.timeoutMs,
+			},
+		);
+	} catch (error) {
+		const uncertain = errorFacts(error).charge === 'may_have_been_charged';
+		run.ledger.settle(estimate, uncertain ? estimate : 0);
+		throw asNodeError(ctx, error, itemIndex);
+	}
+	const charged = Number(answer.body.credits_charged);
+	run.ledger.settle(estimate, Number.isFinite(charged) ? charged : estimate);
+	return answer;
+}
+
+/** The item's JSON: the answer as returned plus what the node adds; hints for what differs. */
+function resultOf(
+	ctx: IExecuteFunctions,
+	itemIndex: number,
+	{ request, options }: ItemPlan,
+	answer: Answer<GenerateResponse>,
+	read: ReadAnswer,
+	run: Run,
+): IDataObject {
+	const result: IDataObject = {
+		...answer.body,
+		request_id: answer.requestId ?? null,
+		credits_estimated: request.creditsEstimated,
+	};
+	const cap = options.maxCreditsPerExecution;
+	if (cap > 0) result.credit_budget = creditBudget(cap, run.ledger.spent);
+	const hints = read.warnings.map(
+		(warning) =>
+			`Item ${itemIndex}: ${String(warning.type)} ${String(warning.feature)}: ${String(warning.details ?? '')}`,
+	);
+	if (read.problems.length) {
+		// The service said 2xx, so the credits are gone: the item stays, with what went wrong.
+		result.answer_problems = read.problems;
+		result.session_id ??= request.body.session_id ?? null;
+		hints.push(
+			`Item ${itemIndex}: the generation answer was not as documented (${read.problems.join('; ')}). ${chargeHint(request.body.session_id)}`,
+		);
+	}
+	if (hints.length && typeof ctx.addExecutionHints === 'function') {
+		ctx.addExecutionHints(
+			...hints.map((message) => ({ message, location: 'outputPane' as const })),
+		);
+	}
+	return result;
+}
+
+/** The images are paid for: a failed download is reported on the item, never thrown. */
+async function downloadImages(
+	ctx: IExecuteFunctions,
+	itemIndex: number,
+	images: GeneratedImage[],
+	{ options }: ItemPlan,
+	run: Run,
+	result: IDataObject,
+): Promise<Array<IBinaryData | undefined>> {
+	const binaries: Array<IBinaryData | undefined> = [];
+	// An agent sees JSON only: as a tool, images are downloaded only when the user asks for it.
+	if (!(options.downloadImages ?? !run.asTool)) return binaries;
+	const errors: IDataObject[] = [];
+	for (const [index, image] of images.entries()) {
+		try {
+			binaries[index] = await downloadBinary(ctx, run.connection, image.url, {
+				itemIndex,
+				fileName: typeof image.filename === 'string' ? image.filename : undefined,
+				maxBytes: options.maxFileBytes,
+			});
+		} catch (error) {
+			errors.push({ index, url: image.url, error: (error as Error).message });
+		}
+	}
+	if (errors.length) result.download_errors = errors;
+	return binaries;
+}
+
+/** One item per request (binaries image_0 …), or with One Item per Image one per image (binary data). */
+function outputItems(
+	itemIndex: number,
+	result: IDataObject,
+	images: GeneratedImage[],
+	binaries: Array<IBinaryData | undefined>,
+	splitImages: boolean,
+): INodeExecutionData[] {
+	if (splitImages) {
+		const shared = { ...result };
+		delete shared.images;
+		return images.map((image, index) => ({
+			json: { ...shared, image: image as unknown as IDataObject, image_index: index },
+			binary: binaries[index] ? { data: binaries[index]! } : undefined,
+			pairedItem: { item: itemIndex },
+		}));
+	}
+	const binary: Record<string, IBinaryData> = {};
+	binaries.forEach((data, index) => {
+		if (data) binary[`image_${index}`] = data;
+	});
+	return [
+		{
+			json: result,
+			binary: Object.keys(binary).length ? binary : undefined,
+			pairedItem: { item: itemIndex },
+		},
+	];
+}
+
+async function generateItem(
+	ctx: IExecuteFunctions,
+	itemIndex: number,
+	plan: ItemPlan,
+	run: Run,
+): Promise<INodeExecutionData[]> {
+	const answer = await sendGeneration(ctx, itemIndex, plan, run);
+	const read = answer.unreadable
+		? { images: [], warnings: [], problems: [answer.unreadable] }
+		: readAnswer(answer.body, plan.request.body.n);
+	const result = resultOf(ctx, itemIndex, plan, answer, read, run);
+	const binaries = await downloadImages(ctx, itemIndex, read.images, plan, run, result);
+	return outputItems(itemIndex, result, read.images, binaries, plan.options.splitImages);
+}
+
+/**
+ * n8n's Retry On Fail re-runs the whole node when it throws, and also when its first output item holds
+ * an `error` (Continue On Fail): every item would be generated and charged again. n8n offers nodes no
+ * way to narrow it, so Generate refuses to run with it, before anything is sent; the node itself
+ * retries what is safe (429 rate_limited, refused connections) and Continue On Fail keeps the others.
+ */
+function refuseRetryOnFail(ctx: IExecuteFunctions): void {
+	if (ctx.getNode().retryOnFail !== true) return;
+	throw imagePackError(
+		ctx.getNode(),
+		{ code: 'retry_on_fail_refused', charge: 'not_sent' },
+		{
+			message:
+				'Generate does not run with Retry On Fail: n8n would re-run every item of the node, generating and charging the successful ones again',
+			description:
+				'Turn off Settings → Retry On Fail for this node. The node already retries what is safe (429 rate_limited after Retry-After, refused connections); set Settings → On Error → Continue so one failing item does not stop the others. Nothing was sent.',
+		},
+	);
+}
+
+/** Without Continue On Fail n8n drops this run's output: the error says what was already paid for. */
+function withPaidNote(ctx: IExecuteFunctions, error: unknown, paid: string[]) {
+	const failure = asNodeError(ctx, error);
+	if (paid.length) {
+		failure.description = [
+			failure.description,
+			`Generated and charged before this error, not in the output: ${paid.join(', ')}. Set the node's On Error setting to "Continue" so one failing item does not discard the others.`,
+		]
+			.filter(Boolean)
+			.join(' · ');
+	}
+	return failure;
+}
+
+export async function execute(
+	this: IExecuteFunctions,
+	items: INodeExecutionData[],
+): Promise<INodeExecutionData[]> {
+	refuseRetryOnFail(this);
+	const continueOnFail = this.continueOnFail();
+	const connection = await getConnection(this);
+	const run: Run = { connection, asTool: runsAsTool(this), ledger: new ExecutionLedger(this) };
+	const plans = items.map((_item, itemIndex): ItemPlan | Error => {
+		try {
+			return planItem(this, itemIndex);
+		} catch (error) {
+			if (!continueOnFail) throw asNodeError(this, error, itemIndex);
+			return error as Error;
+		}
+	});
+	const first = plans.find((plan): plan is ItemPlan => !(plan instanceof Error));
+	const paid: string[] = [];
+	try {
+		return await eachItem(
+			this,
+			items,
+			async (itemIndex) => {
+				const plan = plans[itemIndex];
+				if (plan instanceof Error) throw plan;
+				const output = await generateItem(this, itemIndex, plan, run);
+				const turn = output[0]?.json.turn_id;
+				if (turn) paid.push(String(turn));
+				return output;
+			},
+			first?.options.concurrency ?? 1,
+		);
+	} catch (error) {
+		throw withPaidNote(this, error, paid);
+	}
+}

@@ -1,0 +1,257 @@
+/**
+ * Files. The API answers `/api/file/<name>` with a 302 to a signed link valid for one hour; that link
+ * (and any further hop, at most `limits.maxSignedLinkRedirects`) is fetched without the
+ * Authorization header and only over http(s). Bodies are streamed into n8n's binary data, capped in
+ * size and bounded in time.
+ */
+import type {
+	IBinaryData,
+	IExecuteFunctions,
+	IN8nHttpFullResponse,
+	IPollFunctions,
+} from 'n8n-workflow';
+
+import { imagePackError } from '../shared/errors';
+import { BodyTooLarge, discard, guardStream } from './body';
+import { type ApiContext, type Connection, parseUrl } from './connection';
+import { formatBytes, limits } from './limits';
+import { ROUTES } from './routes';
+import { type CallScope, openScope } from './scope';
+import { Failures, type Outgoing, headerValue, send } from './send';
+
+export interface FileOptions {
+	itemIndex?: number;
+	/** The binary's file name; default the server's or the reference's. */
+	fileName?: string;
+	/** Cap for this file; default `limits.defaultMaxFileBytes`. */
+	maxBytes?: number;
+	/** The whole download; default the file route's. */
+	timeoutMs?: number;
+}
+
+const MIME_BY_EXTENSION: Record<string, string> = {
+	png: 'image/png',
+	jpg: 'image/jpeg',
+	jpeg: 'image/jpeg',
+	webp: 'image/webp',
+	gif: 'image/gif',
+	avif: 'image/avif',
+};
+
+export function mimeTypeFor(fileName: string, contentType?: string): string {
+	const declared = contentType?.split(';')[0].trim().toLowerCase();
+	if (declared && declared !== 'application/octet-stream' && declared !== 'binary/octet-stream') {
+		return declared;
+	}
+	const extension = fileName.split('.').pop()?.toLowerCase() ?? '';
+	return MIME_BY_EXTENSION[extension] ?? 'application/octet-stream';
+}
+
+/** A file reference that is no usable URL; the message says what was wrong. */
+export class FileReferenceError extends Error {}
+
+function decodeName(text: string): string {
+	try {
+		return decodeURIComponent(text);
+	} catch {
+		return text; // a stray "%" that is no escape: keep the name as written
+	}
+}
+
+/**
+ * Where a file reference points. The API's paths (`/api/file/<name>`), bare file names and full URLs
+ * on the credential's own origin (scheme, host and port) get the API key; a URL on any other origin
+ * is fetched without credentials.
+ */
+export function resolveFileReference(
+	reference: string,
+	baseUrl: string,
+): { url: string; authenticated: boolean; fileName: string } {
+	const trimmed = reference.trim();
+	const root = baseUrl.trim().replace(/\/+$/, '');
+	const base = parseUrl(`${root}/`);
+	if (!base) throw new FileReferenceError(`the credential's Base URL "${root}" is not a valid URL`);
+	let url: URL | undefined;
+	if (/^[a-z][a-z0-9+.-]*:/i.test(trimmed) && !/^https?:\/\//i.test(trimmed)) {
+		throw new FileReferenceError(
+			`"${trimmed.slice(0, 100)}" is not an http(s) address; only http:// and https:// files are downloaded`,
+		);
+	}
+	if (/^https?:\/\//i.test(trimmed)) {
+		url = parseUrl(trimmed);
+	} else if (trimmed.startsWith('/')) {
+		url = parseUrl(`${root}${trimmed}`);
+	} else {
+		url = parseUrl(`${root}/api/file/${encodeURIComponent(trimmed)}`);
+	}
+	if (!url) throw new FileReferenceError(`"${trimmed.slice(0, 100)}" is not a valid URL`);
+	const fileName = decodeName(url.pathname.split('/').pop() ?? '') || 'file';
+	return { url: url.toString(), authenticated: url.origin === base.origin, fileName };
+}
+
+export interface FileStream {
+	/** The response body as a stream, ready for `prepareBinaryData`, bounded in size and time. */
+	body: unknown;
+	fileName: string;
+	mimeType: string;
+	contentLength?: number;
+}
+
+function tooLarge(ctx: ApiContext, itemIndex: number, maxBytes: number, { apiKey }: Connection) {
+	return imagePackError(
+		ctx.getNode(),
+		{ code: 'file_too_large', charge: 'not_charged', itemIndex },
+		{
+			message: `the file is larger than ${formatBytes(maxBytes)}, the Max File Size; the download was stopped`,
+			description: 'Raise the Max File Size option if files this large are expected.',
+			namesItem: true,
+			secret: apiKey,
+		},
+	);
+}
+
+/** Where the next hop of a redirect goes, or what is wrong with it. */
+function nextHop(response: IN8nHttpFullResponse, url: string, hop: number): URL | string {
+	const location = headerValue(response.headers, 'location');
+	if (!location) return 'has no Location header';
+	const next = parseUrl(new URL(location, url).toString().slice(0, 8192));
+	if (!next) return `points to "${location.slice(0, 100)}", which is not a valid URL`;
+	if (!/^https?:$/.test(next.protocol))
+		return `points to a ${next.protocol} address, which is never followed`;
+	if (hop >= limits.maxSignedLinkRedirects) {
+		return `is hop ${hop + 1}; at most ${limits.maxSignedLinkRedirects} redirects are followed`;
+	}
+	return next;
+}
+
+/**
+ * Opens a file: its bounded body stream, name and type. The key goes only with the first request,
+ * and only when the reference is on the credential's origin.
+ */
+export async function openFile(
+	ctx: ApiContext,
+	connection: Connection,
+	reference: string,
+	options: FileOptions = {},
+	scope: CallScope = openScope(ctx, options.timeoutMs ?? ROUTES.file.timeoutMs),
+): Promise<FileStream> {
+	const itemIndex = options.itemIndex ?? 0;
+	const maxBytes = options.maxBytes ?? limits.defaultMaxFileBytes;
+	let target: ReturnType<typeof resolveFileReference>;
+	try {
+		target = resolveFileReference(reference, connection.baseUrl);
+	} catch (error) {
+		throw imagePackError(
+			ctx.getNode(),
+			{ code: 'invalid_parameter', parameter: 'fileUrl', charge: 'not_sent', itemIndex },
+			{
+				message: `File URL ${(error as Error).message}`,
+				description:
+					'Use an images[].url, a download_url, a file name or a URL on the credential’s host.',
+				namesItem: true,
+				secret: connection.apiKey,
+			},
+		);
+	}
+	let url = target.url;
+	const first: Outgoing = {
+		route: ROUTES.file,
+		url,
+		path: new URL(url).pathname,
+		itemIndex,
+		authenticated: target.authenticated,
+		acceptRedirects: true,
+	};
+	let out = first;
+	for (let hop = 0; ; hop++) {
+		const response = await send(ctx, connection, out, scope, async (answer) => ({ value: answer }));
+		if (response.statusCode < 300 || response.statusCode >= 400) {
+			return fileFrom(ctx, connection, response, target.fileName, maxBytes, scope, itemIndex);
+		}
+		discard(response.body);
+		const next = nextHop(response, url, hop);
+		if (typeof next === 'string') {
+			const requestId = headerValue(response.headers, 'x-request-id');
+			const info = {
+				code: 'bad_redirect',
+				httpStatus: response.statusCode,
+				requestId,
+				apiMessage: `the redirect ${next}`,
+			};
+			throw new Failures(ctx, connection, first, scope).answer(info, 'refused');
+		}
+		url = next.toString();
+		// The key stays with the API: every hop after the first is fetched without it.
+		out = { ...first, url, path: 'signed download link', authenticated: false };
+	}
+}
+
+function fileFrom(
+	ctx: ApiContext,
+	connection: Connection,
+	response: IN8nHttpFullResponse,
+	fallbackName: string,
+	maxBytes: number,
+	scope: CallScope,
+	itemIndex: number,
+): FileStream {
+	const disposition = headerValue(response.headers, 'content-disposition') ?? '';
+	const named = /filename\*?=(?:UTF-8'')?"?([^";]+)"?/i.exec(disposition)?.[1];
+	const fileName = (named && decodeName(named).replace(/[/\\]/g, '_').trim()) || fallbackName;
+	const length = Number(headerValue(response.headers, 'content-length'));
+	const contentLength = Number.isFinite(length) && length > 0 ? length : undefined;
+	if (contentLength !== undefined && contentLength > maxBytes) {
+		discard(response.body);
+		throw tooLarge(ctx, itemIndex, maxBytes, connection);
+	}
+	guardStream(response.body, maxBytes, scope);
+	return {
+		body: response.body,
+		fileName,
+		mimeType: mimeTypeFor(fileName, headerValue(response.headers, 'content-type')),
+		contentLength,
+	};
+}
+
+/**
+ * Downloads a file straight into n8n's binary data, the one place where files enter it: streamed,
+ * named, typed, within its size cap and time.
+ */
+export async function downloadBinary(
+	ctx: IExecuteFunctions | IPollFunctions,
+	connection: Connection,
+	reference: string,
+	options: FileOptions = {},
+): Promise<IBinaryData> {
+	const itemIndex = options.itemIndex ?? 0;
+	const scope = openScope(ctx, options.timeoutMs ?? ROUTES.file.timeoutMs);
+	const file = await openFile(ctx, connection, reference, options, scope);
+	const cutOff = () =>
+		new Failures(
+			ctx,
+			connection,
+			{ route: ROUTES.file, url: '', path: 'file download', itemIndex, authenticated: false },
+			scope,
+		).network('ERR_BAD_RESPONSE');
+	let binary: IBinaryData;
+	try {
+		binary = await ctx.helpers.prepareBinaryData(
+			file.body as Buffer,
+			options.fileName || file.fileName,
+			file.mimeType,
+		);
+	} catch (error) {
+		if (error instanceof BodyTooLarge) throw tooLarge(ctx, itemIndex, error.maxBytes, connection);
+		throw cutOff();
+	}
+	if (
+		file.contentLength !== undefined &&
+		binary.bytes !== undefined &&
+		binary.bytes < file.contentLength
+	) {
+		throw cutOff();
+	}
+	// n8n versions that do not count the bytes still get the announced length.
+	binary.bytes ??= file.contentLength;
+	return binary;
+}

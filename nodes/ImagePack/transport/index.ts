@@ -1,0 +1,115 @@
+/**
+ * The only door to HTTP: one typed call per API route. Every request goes through n8n's helpers (so
+ * n8n's proxy, TLS and SSRF settings apply) and is bounded in time (`timeoutMs`, cut to `deadline`),
+ * by Stop and in size; the API key only ever goes to the credential's origin and is masked in
+ * everything that comes back. See send.ts for the retry rules and what a failure costs.
+ */
+import type { IDataObject } from 'n8n-workflow';
+
+import type { ListPage } from '../shared/cursor';
+import type { Connection, ApiContext } from './connection';
+import { ROUTES, type Route } from './routes';
+import { openScope } from './scope';
+import { type Answer, type BrokenAnswer, jsonReceiver, send } from './send';
+
+export { type ApiContext, type Connection, CREDENTIAL_TYPE, getConnection } from './connection';
+export {
+	downloadBinary,
+	openFile,
+	resolveFileReference,
+	mimeTypeFor,
+	type FileOptions,
+} from './download';
+export { executionCancelSignal } from './scope';
+export { networkErrorCode, type Answer } from './send';
+export { limits, retryPolicy, GENERATE_TIMEOUT_MS, formatBytes } from './limits';
+export { PUBLICATIONS_PATH } from './routes';
+
+export interface CallOptions {
+	itemIndex?: number;
+	/** The whole call, retries and waits included; default the route's. */
+	timeoutMs?: number;
+	/** An instant (epoch ms) the call ends by, whatever `timeoutMs` says: a poll's own deadline. */
+	deadline?: number;
+}
+
+async function callJson<T>(
+	ctx: ApiContext,
+	connection: Connection,
+	route: Route,
+	path: string,
+	request: { qs?: IDataObject; body?: IDataObject; headers?: IDataObject; sessionId?: string },
+	options: CallOptions,
+	tolerate?: (broken: BrokenAnswer, status: number, requestId?: string) => Answer<T>,
+): Promise<Answer<T>> {
+	const scope = openScope(ctx, options.timeoutMs ?? route.timeoutMs, options.deadline);
+	const out = {
+		route,
+		url: `${connection.baseUrl}${path}`,
+		path,
+		itemIndex: options.itemIndex,
+		authenticated: true,
+		...request,
+	};
+	return await send(ctx, connection, out, scope, jsonReceiver<T>(connection, scope), tolerate);
+}
+
+/** GET /api/v1/image-pack-publications: one page of records above `sinceId`. */
+export async function listPublications(
+	ctx: ApiContext,
+	connection: Connection,
+	{ sinceId, limit }: { sinceId: number; limit: number },
+	options: CallOptions = {},
+): Promise<Answer<ListPage>> {
+	const qs = { since_id: sinceId, limit };
+	return await callJson<ListPage>(
+		ctx,
+		connection,
+		ROUTES.listPublications,
+		ROUTES.listPublications.path,
+		{ qs },
+		options,
+	);
+}
+
+/** GET /api/v1/image-pack-publications/<id>: the record with its manifest. */
+export async function getPublication(
+	ctx: ApiContext,
+	connection: Connection,
+	id: number,
+	options: CallOptions = {},
+): Promise<Answer<IDataObject>> {
+	const path = `${ROUTES.getPublication.path}${encodeURIComponent(String(id))}`;
+	return await callJson<IDataObject>(ctx, connection, ROUTES.getPublication, path, {}, options);
+}
+
+/**
+ * POST /api/v1/generate. Paid: after a 2xx the generation ran, so an answer that cannot be read is
+ * returned as `unreadable` instead of thrown, and the caller keeps what it can.
+ */
+export async function generate<T extends IDataObject>(
+	ctx: ApiContext,
+	connection: Connection,
+	body: IDataObject & { session_id?: string },
+	{ acceptLanguage, ...options }: CallOptions & { acceptLanguage: string },
+): Promise<Answer<T>> {
+	const request = {
+		body,
+		headers: { 'Accept-Language': acceptLanguage },
+		sessionId: body.session_id,
+	};
+	return await callJson<T>(
+		ctx,
+		connection,
+		ROUTES.generate,
+		ROUTES.generate.path,
+		request,
+		options,
+		(broken, status, requestId) => ({
+			body: {} as T,
+			status,
+			requestId,
+			unreadable: `${broken.problem}${broken.snippet ? ` (it began: ${broken.snippet})` : ''}`,
+		}),
+	);
+}

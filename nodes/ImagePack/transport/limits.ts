@@ -1,0 +1,45 @@
+/**
+ * Every bound of the HTTP layer, defined once. `limits` and `retryPolicy` are mutable only so tests
+ * can lower them; the shape of the policy is fixed.
+ */
+
+const MIB = 1024 * 1024;
+
+/** Generation may run for 5 minutes; n8n's helpers give up at 300 s unless told otherwise. */
+export const GENERATE_TIMEOUT_MS = 330_000;
+/** A whole read call (list, detail), retries included. */
+export const DEFAULT_TIMEOUT_MS = 60_000;
+/** A whole file download (redirects and body). */
+export const DOWNLOAD_TIMEOUT_MS = 300_000;
+
+export const limits = {
+	/** A JSON answer larger than this is refused (a list page of 200 records is about 60 KiB). */
+	maxJsonBytes: 16 * MIB,
+	/** Error bodies are short; only this much of one is read. */
+	maxErrorBodyBytes: 64 * 1024,
+	/** Default cap per downloaded file (the Max File Size option overrides it). */
+	defaultMaxFileBytes: 200 * MIB,
+	/** Redirect hops followed (without the key) after the file endpoint's own 302. */
+	maxSignedLinkRedirects: 5,
+};
+
+export const retryPolicy = {
+	/** Further attempts after `429 rate_limited`. */
+	rateLimitRetries: 3,
+	/** A Retry-After longer than this is not waited for: the error is reported instead. */
+	maxRetryAfterSeconds: 60,
+	/** Further attempts of an idempotent request after 502/503/504, a broken answer or a connection error. */
+	transientRetries: 2,
+	/** First backoff; doubled on every further attempt. */
+	backoffMs: 500,
+};
+
+export function backoff(attempt: number): number {
+	return retryPolicy.backoffMs * 2 ** (attempt - 1);
+}
+
+export function formatBytes(bytes: number): string {
+	if (bytes >= MIB) return `${Math.round((bytes / MIB) * 10) / 10} MiB`;
+	if (bytes >= 1024) return `${Math.round(bytes / 1024)} KiB`;
+	return `${bytes} bytes`;
+}
