@@ -117,9 +117,18 @@ describe('catalog: the API document’s table, as literal expectations', () => {
 			expect(spec.defaultResolution).toBe(defaultResolution);
 			expect(spec.usesQuality).toBe(usesQuality);
 			expect(spec.referenceLimit).toBe(limit);
-			expect(spec.displayName.length).toBeGreaterThan(0);
 		},
 	);
+
+	it('names each model as the editor lists it', () => {
+		expect(Object.fromEntries(MODELS.map((spec) => [spec.id, spec.displayName]))).toEqual({
+			'nano-banana-2': 'Nano Banana 2',
+			'gpt-image-2': 'GPT Image 2',
+			'gpt-image-2.5': 'GPT Image 2.5',
+			'seedream-5-0-pro': 'Seedream 5.0 Pro',
+			'qwen-image-3.0-pro': 'Qwen Image 3.0 Pro',
+		});
+	});
 
 	it('seedream and qwen lack 4:5 and 4K', () => {
 		for (const id of ['seedream-5-0-pro', 'qwen-image-3.0-pro']) {
@@ -183,15 +192,16 @@ describe('catalog: the API document’s table, as literal expectations', () => {
 	});
 
 	it('enforces the reference limits of §8: 14, 16, 16, 10, 3', () => {
-		const limits: Record<string, number> = {
-			'nano-banana-2': 14,
-			'gpt-image-2': 16,
-			'gpt-image-2.5': 16,
-			'seedream-5-0-pro': 10,
-			'qwen-image-3.0-pro': 3,
+		// [limit, credits per image at 1K with that many references: GPT is billed as medium, +1 each]
+		const limits: Record<string, [number, number]> = {
+			'nano-banana-2': [14, 12],
+			'gpt-image-2': [16, 31],
+			'gpt-image-2.5': [16, 31],
+			'seedream-5-0-pro': [10, 6],
+			'qwen-image-3.0-pro': [3, 6],
 		};
-		for (const [id, limit] of Object.entries(limits)) {
-			expect(creditsPerImage(model(id), query('1K', limit))).toBeDefined();
+		for (const [id, [limit, credits]] of Object.entries(limits)) {
+			expect(creditsPerImage(model(id), query('1K', limit))).toBe(credits);
 			expect(creditsPerImage(model(id), query('1K', limit + 1))).toBeUndefined();
 		}
 	});

@@ -1,7 +1,7 @@
 /** The credential's test, run the way n8n runs it, against the emulator. */
-import { type Emulator, startEmulator } from '../emulator';
-import { runCredentialTest } from '../harness/n8n';
-import { startScriptedServer } from '../harness/scripted-server';
+import { type Emulator, startEmulator } from '../../emulator';
+import { runCredentialTest } from '../../harness/n8n';
+import { startScriptedServer } from '../../harness/scripted-server';
 
 let emulator: Emulator;
 

@@ -4,10 +4,10 @@
  */
 import type { INodeParameters } from 'n8n-workflow';
 
-import { ImagePack } from '../../nodes/ImagePack/ImagePack.node';
-import { PICKER_PAGE_SIZE } from '../../nodes/ImagePack/shared/newestFirst';
-import { type Emulator, startEmulator } from '../emulator';
-import { runListSearch, runNode } from '../harness/n8n';
+import { ImagePack } from '../../../nodes/ImagePack/ImagePack.node';
+import { PICKER_PAGE_SIZE } from '../../../nodes/ImagePack/shared/newestFirst';
+import { type Emulator, startEmulator } from '../../emulator';
+import { runListSearch, runNode } from '../../harness/n8n';
 
 let emulator: Emulator;
 
@@ -44,9 +44,17 @@ async function search(filter?: string, paginationToken?: string) {
 describe('Publication picker (From list)', () => {
 	it('lists the newest first, named by id, pack, version, style code and date; only the account’s own', async () => {
 		const other = await emulator.control.createAccount({});
-		await emulator.control.publish({ packId: 'pk_mugs', styleCode: 'MUG-RED', publishedAt: Date.UTC(2026, 10, 1, 8, 30) });
+		await emulator.control.publish({
+			packId: 'pk_mugs',
+			styleCode: 'MUG-RED',
+			publishedAt: Date.UTC(2026, 10, 1, 8, 30),
+		});
 		await emulator.control.publish({ accountId: other.accountId, packId: 'pk_foreign' });
-		const newest = await emulator.control.publish({ packId: 'pk_mugs', styleCode: 'MUG-BLUE', publishedAt: Date.UTC(2026, 10, 2, 9, 45) });
+		const newest = await emulator.control.publish({
+			packId: 'pk_mugs',
+			styleCode: 'MUG-BLUE',
+			publishedAt: Date.UTC(2026, 10, 2, 9, 45),
+		});
 		const { results, paginationToken } = await search();
 		expect(results.map((r) => r.value)).toEqual([String(newest.id), String(newest.id - 2)]);
 		expect(results[0].name).toBe(`#${newest.id} · pk_mugs v2 · MUG-BLUE · 2026-11-02 09:45 UTC`);
@@ -55,7 +63,11 @@ describe('Publication picker (From list)', () => {
 
 	it('searches by style code, pack and version, date, and finds an exact id', async () => {
 		await emulator.control.publishBulk({ count: 120 });
-		const tote = await emulator.control.publish({ packId: 'pk_tote', styleCode: 'TOTE-GREEN', publishedAt: Date.UTC(2026, 5, 7) });
+		const tote = await emulator.control.publish({
+			packId: 'pk_tote',
+			styleCode: 'TOTE-GREEN',
+			publishedAt: Date.UTC(2026, 5, 7),
+		});
 		await emulator.control.publishBulk({ count: 120 });
 		expect((await search('tote-green')).results.map((r) => r.value)).toEqual([String(tote.id)]);
 		expect((await search('pk_tote v1')).results.map((r) => r.value)).toEqual([String(tote.id)]);
@@ -76,7 +88,9 @@ describe('Publication picker (From list)', () => {
 		await emulator.control.clearRequests();
 		const second = await search(undefined, first.paginationToken as string);
 		expect(Number(second.results[0].value)).toBeLessThan(ids[ids.length - 1]);
-		expect((await emulator.control.requests({ route: 'listPublications' })).length).toBeLessThanOrEqual(3);
+		expect(
+			(await emulator.control.requests({ route: 'listPublications' })).length,
+		).toBeLessThanOrEqual(3);
 	});
 });
 
@@ -110,7 +124,9 @@ describe('Saved workflows keep their plain publication ID', () => {
 				parameters: getParameters({ __rl: true, mode: 'id', value: 'pk_123' }),
 				credentials: credentials(),
 			}),
-		).rejects.toThrow(/Item 0: Publication ID "pk_123" is not a publication record id. Allowed values/);
+		).rejects.toThrow(
+			/Item 0: Publication ID "pk_123" is not a publication record id. Allowed values/,
+		);
 		expect(await emulator.control.requests({ listener: 'api' })).toHaveLength(0);
 	});
 });

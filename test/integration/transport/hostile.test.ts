@@ -6,11 +6,15 @@
 import type { IDataObject, INodeExecutionData, INodeParameters } from 'n8n-workflow';
 import { sleep } from 'n8n-workflow';
 
-import { ImagePack } from '../../nodes/ImagePack/ImagePack.node';
-import { ImagePackTrigger } from '../../nodes/ImagePack/ImagePackTrigger.node';
-import { limits, retryPolicy } from '../../nodes/ImagePack/transport';
-import { PollingWorkflow, runNode } from '../harness/n8n';
-import { type ScriptedServer, apiErrorBody, startScriptedServer } from '../harness/scripted-server';
+import { ImagePack } from '../../../nodes/ImagePack/ImagePack.node';
+import { ImagePackTrigger } from '../../../nodes/ImagePack/ImagePackTrigger.node';
+import { limits, retryPolicy } from '../../../nodes/ImagePack/transport';
+import { PollingWorkflow, runNode } from '../../harness/n8n';
+import {
+	type ScriptedServer,
+	apiErrorBody,
+	startScriptedServer,
+} from '../../harness/scripted-server';
 
 // A made-up key: every test checks it never leaves its origin and never comes back out.
 const KEY = ['sk', 'hostile', '0123456789abcdef'].join('_');
@@ -110,7 +114,7 @@ function okGeneration(images = 1): IDataObject {
 
 const REDIRECTS = [301, 302, 303, 307, 308];
 
-describe('1 · the key never leaves the credential’s origin', () => {
+describe('the key never leaves the credential’s origin', () => {
 	const endpoints: Array<[string, string, INodeParameters]> = [
 		['Generate', GENERATE, generate({ options: { downloadImages: false } })],
 		['Get Publication', DETAIL, { resource: 'publication', operation: 'get', publicationId: '7' }],
@@ -236,7 +240,7 @@ describe('1 · the key never leaves the credential’s origin', () => {
 	});
 });
 
-describe('2 · a generation reaches the network at most once per item', () => {
+describe('a generation reaches the network at most once per item', () => {
 	const cases: Array<[string, (server: ScriptedServer) => void]> = [
 		...REDIRECTS.map((status): [string, (server: ScriptedServer) => void] => [
 			`${status} to the same path`,
@@ -307,7 +311,7 @@ describe('2 · a generation reaches the network at most once per item', () => {
 	);
 });
 
-describe('4 · the key is masked in everything that leaves the node', () => {
+describe('the key is masked in everything that leaves the node', () => {
 	it('echoed in request_id, code, message and X-Request-Id of an error', async () => {
 		api.script(GENERATE, (_request, reply) =>
 			reply
@@ -357,7 +361,7 @@ describe('4 · the key is masked in everything that leaves the node', () => {
 	});
 });
 
-describe('5 · time and size are bounded', () => {
+describe('time and size are bounded', () => {
 	it('a generate answer that trickles one byte at a time stops at the Timeout', async () => {
 		api.script(GENERATE, async (_request, reply) => {
 			reply.hijack();
@@ -439,7 +443,7 @@ describe('5 · time and size are bounded', () => {
 	});
 });
 
-describe('3 · Get Many with Return All is bounded and ordered', () => {
+describe('Get Many with Return All is bounded and ordered', () => {
 	const getMany = { resource: 'publication', operation: 'getMany', returnAll: true };
 	const record = (id: number) => ({ id, pack_id: `pk_${id}`, version: 1 });
 
@@ -489,7 +493,7 @@ describe('3 · Get Many with Return All is bounded and ordered', () => {
 	});
 });
 
-describe('8 · smaller', () => {
+describe('file URLs and names from odd answers', () => {
 	it('an unparsable file URL is a clear error before any request', async () => {
 		const error = await runError({
 			resource: 'file',
@@ -516,7 +520,7 @@ describe('8 · smaller', () => {
 	});
 });
 
-describe('6 · bad option values fail before any request, naming item, parameter and values', () => {
+describe('bad option values fail before any request, naming item, parameter and values', () => {
 	it.each([
 		[
 			'timeoutSeconds',
@@ -559,7 +563,7 @@ describe('6 · bad option values fail before any request, naming item, parameter
 	});
 });
 
-describe('7 · any answer shape after a 200 keeps the paid result', () => {
+describe('any answer shape after a 200 keeps the paid result', () => {
 	it.each([
 		['images: [null]', { ...okGeneration(0), images: [null] }, /images\[0\] is not an image/],
 		['warnings: [null]', { ...okGeneration(1), warnings: [null] }, /a warning is not an object/],
