@@ -17,7 +17,9 @@ import { type ApiContext, type Connection, parseUrl } from './connection';
 import { formatBytes, limits } from './limits';
 import { ROUTES } from './routes';
 import { type CallScope, openScope } from './scope';
-import { Failures, type Outgoing, headerValue, send } from './send';
+import { Failures } from './failures';
+import { headerValue } from './receive';
+import { type Outgoing, send } from './send';
 
 export interface FileOptions {
 	itemIndex?: number;

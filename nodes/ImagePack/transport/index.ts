@@ -10,7 +10,8 @@ import type { ListPage } from '../shared/cursor';
 import type { Connection, ApiContext } from './connection';
 import { ROUTES, type Route } from './routes';
 import { openScope } from './scope';
-import { type Answer, type BrokenAnswer, jsonReceiver, send } from './send';
+import { type Answer, type BrokenAnswer, jsonReceiver } from './receive';
+import { send } from './send';
 
 export { type ApiContext, type Connection, CREDENTIAL_TYPE, getConnection } from './connection';
 export {
@@ -21,7 +22,8 @@ export {
 	type FileOptions,
 } from './download';
 export { executionCancelSignal } from './scope';
-export { networkErrorCode, type Answer } from './send';
+export { networkErrorCode } from './failures';
+export type { Answer } from './receive';
 export { limits, retryPolicy, GENERATE_TIMEOUT_MS, formatBytes } from './limits';
 export { PUBLICATIONS_PATH } from './routes';
 
