@@ -221,8 +221,8 @@ export function numberOption(
 	return number;
 }
 
-/** Validates one item's Generate parameters; throws a ValidationIssue naming the parameter. */
-export function validateGenerate(parameters: GenerateParameters): ValidatedGenerate {
+/** The prompt and the references: at least one of them, within the prompt's length. */
+function checkedContent(parameters: GenerateParameters) {
 	const prompt = promptText(parameters.prompt);
 	const promptLength = [...prompt].length;
 	const references = parseReferenceImageIds(parameters.referenceImageIds);
@@ -238,11 +238,14 @@ export function validateGenerate(parameters: GenerateParameters): ValidatedGener
 			`Prompt has ${promptLength} characters; the maximum is ${MAX_PROMPT_LENGTH}`,
 		);
 	}
+	return { prompt, references };
+}
 
+/** Model, ratio, resolution, count, purpose and quality, each against what the model offers (§2.2). */
+function checkedChoices(parameters: GenerateParameters, referenceCount: number) {
 	const modelId = oneOf('model', 'Model', parameters.model || AUTO_MODEL, MODEL_IDS);
 	const model = findModel(modelId);
 	const on = model ? ` for ${model.id}` : '';
-
 	const ratio = oneOf('ratio', 'Ratio', parameters.ratio, model?.ratios ?? RATIOS, on);
 	const resolution = parameters.resolution
 		? oneOf(
@@ -259,40 +262,40 @@ export function validateGenerate(parameters: GenerateParameters): ValidatedGener
 		model?.usesQuality && parameters.quality
 			? oneOf('quality', 'Quality', parameters.quality, QUALITIES, on)
 			: undefined;
-
 	const referenceLimit = model?.referenceLimit ?? MAX_REFERENCES;
-	if (references.length > referenceLimit) {
+	if (referenceCount > referenceLimit) {
 		throw new ValidationIssue(
 			'referenceImageIds',
-			`${references.length} reference images given; ${model ? model.id : 'every model'} accepts at most ${referenceLimit}`,
+			`${referenceCount} reference images given; ${model ? model.id : 'every model'} accepts at most ${referenceLimit}`,
 		);
 	}
-
-	const query = {
-		resolution: resolution ?? ('' as const),
-		quality,
-		referenceCount: references.length,
-	};
+	const query = { resolution: resolution ?? ('' as const), quality, referenceCount };
 	if (!model && autoCandidates(ratio, query).length === 0) {
 		throw new ValidationIssue(
 			'resolution',
-			`No model can serve ratio ${ratio} at ${resolution ?? 'the default resolution'} with ${references.length} reference images`,
+			`No model can serve ratio ${ratio} at ${resolution ?? 'the default resolution'} with ${referenceCount} reference images`,
 		);
 	}
 	const creditsEstimated = estimateCredits(modelId, ratio, query, n) ?? 0;
+	return { modelId, ratio, resolution, n, purpose, quality, creditsEstimated };
+}
+
+/** Validates one item's Generate parameters; throws a ValidationIssue naming the parameter. */
+export function validateGenerate(parameters: GenerateParameters): ValidatedGenerate {
+	const { prompt, references } = checkedContent(parameters);
+	const choice = checkedChoices(parameters, references.length);
 	const budget = numberOption(
 		'maxCreditsPerItem',
 		'Max Credits per Item',
 		parameters.maxCreditsPerItem,
 		BOUNDS.maxCreditsPerItem,
 	);
-	if (budget > 0 && creditsEstimated > budget) {
+	if (budget > 0 && choice.creditsEstimated > budget) {
 		throw new ValidationIssue(
 			'maxCreditsPerItem',
-			`This request would reserve ${creditsEstimated} credits, more than Max Credits per Item (${budget})`,
+			`This request would reserve ${choice.creditsEstimated} credits, more than Max Credits per Item (${budget})`,
 		);
 	}
-
 	const sessionId = String(parameters.sessionId ?? '').trim();
 	if (sessionId && !/^s_[A-Za-z0-9_-]+$/.test(sessionId)) {
 		throw new ValidationIssue(
@@ -300,12 +303,12 @@ export function validateGenerate(parameters: GenerateParameters): ValidatedGener
 			`"${sessionId}" is not a session id (they look like s_...)`,
 		);
 	}
-
+	const { modelId, ratio, resolution, n, purpose, quality } = choice;
 	const body: GenerateBody = { model: modelId, ratio, n, purpose_id: purpose };
 	if (prompt) body.prompt = prompt;
 	if (references.length) body.ref_image_ids = references;
 	if (resolution) body.resolution = resolution;
 	if (quality) body.quality = quality;
 	if (sessionId) body.session_id = sessionId;
-	return { body, creditsEstimated };
+	return { body, creditsEstimated: choice.creditsEstimated };
 }
