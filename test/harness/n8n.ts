@@ -37,6 +37,16 @@ import { ImagePackApi } from '../../credentials/ImagePackApi.credentials';
 
 export const PACKAGE = 'n8n-nodes-imagepack';
 
+/** An Image Pack node as n8n describes it, for tests that build errors without running one. */
+export const testNode: INode = {
+	id: 'node-1',
+	name: 'Image Pack',
+	type: 'n8n-nodes-imagepack.imagePack',
+	typeVersion: 1,
+	position: [0, 0],
+	parameters: {},
+};
+
 export interface HarnessCredentials {
 	baseUrl: string;
 	apiKey: string;

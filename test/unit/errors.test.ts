@@ -2,7 +2,6 @@
  * English errors chosen by error.code (API document §7), descriptions for support, tolerant parsing of
  * error bodies, Retry-After, secret redaction and the scope each path needs (§5).
  */
-import type { INode } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import {
@@ -16,6 +15,7 @@ import {
 	redact,
 	retryAfterSeconds,
 } from '../../nodes/ImagePack/shared/errors';
+import { testNode as node } from '../harness/n8n';
 import { SCOPE_OPERATIONS, scopeForPath } from '../../nodes/ImagePack/transport/routes';
 
 const GENERATE = '/api/v1/generate';
@@ -368,15 +368,6 @@ describe('redact', () => {
 	});
 });
 
-const node: INode = {
-	id: 'node-1',
-	name: 'Image Pack',
-	type: 'n8n-nodes-imagepack.imagePack',
-	typeVersion: 1,
-	position: [0, 0],
-	parameters: {},
-};
-
 describe('imagePackError and errorFacts: facts travel on the error, not in its text', () => {
 	it('an API answer becomes a NodeApiError whose facts read back exactly', () => {
 		const error = imagePackError(
@@ -465,15 +456,16 @@ describe('imagePackError and errorFacts: facts travel on the error, not in its t
 		});
 	});
 
+	const nulls = {
+		code: null,
+		httpStatus: null,
+		requestId: null,
+		charge: 'not_sent',
+		apiMessage: null,
+		sessionId: null,
+	};
+
 	it('errors that are not ours get nulls, "not_sent" and their message as the reason', () => {
-		const nulls = {
-			code: null,
-			httpStatus: null,
-			requestId: null,
-			charge: 'not_sent',
-			apiMessage: null,
-			sessionId: null,
-		};
 		expect(errorFacts(new Error('plain'))).toEqual({ ...nulls, reason: 'plain' });
 		expect(errorFacts(new NodeOperationError(node, 'bad parameter'))).toEqual({
 			...nulls,
@@ -486,14 +478,6 @@ describe('imagePackError and errorFacts: facts travel on the error, not in its t
 	});
 
 	it.each([null, undefined, 'a string', 42])('does not throw for %p', (value) => {
-		expect(errorFacts(value)).toEqual({
-			code: null,
-			httpStatus: null,
-			requestId: null,
-			charge: 'not_sent',
-			apiMessage: null,
-			sessionId: null,
-			reason: String(value),
-		});
+		expect(errorFacts(value)).toEqual({ ...nulls, reason: String(value) });
 	});
 });

@@ -3,10 +3,11 @@
  * failure, let in-flight work finish, throw the first failure) and the Continue On Fail item helpers.
  * Concurrency is measured with counters, never with wall-clock assertions.
  */
-import type { INode, JsonObject } from 'n8n-workflow';
+import type { JsonObject } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError, sleep } from 'n8n-workflow';
 
 import { errorItem, mapWithConcurrency } from '../../nodes/ImagePack/shared/execution';
+import { testNode as node } from '../harness/n8n';
 
 /** A worker that records how many calls overlap; every call sleeps, so overlaps are certain. */
 function probe(delay: (index: number) => number = () => 5) {
@@ -199,15 +200,6 @@ describe('mapWithConcurrency: failures', () => {
 		await expect(run).rejects.toBe('plain string');
 	});
 });
-
-const node: INode = {
-	id: 'node-1',
-	name: 'Image Pack',
-	type: 'n8n-nodes-imagepack.imagePack',
-	typeVersion: 1,
-	position: [0, 0],
-	parameters: {},
-};
 
 function apiError(code: string, httpStatus: number, requestId?: string) {
 	const error = new NodeApiError(node, { code, httpStatus } as JsonObject, {
