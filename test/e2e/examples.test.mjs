@@ -1,5 +1,5 @@
 /**
- * The example workflows users import (test/e2e/workflows/*.json, linked from the README): well-formed,
+ * The example workflows users import (examples/*.json, linked from the README): well-formed,
  * free of credentials, made of node types and versions the pinned n8n knows, and importable. The AI
  * example is checked statically here, plus what n8n makes of the Image Pack tool node; it runs in agent.test.mjs.
  * (The batch example runs in actions.test.mjs, the listing example in trigger.test.mjs.)

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 
-import { WORKFLOWS_DIR } from './n8n.mjs';
+import { EXAMPLES_DIR } from './n8n.mjs';
 
 export const PACKAGE_NODE_PREFIX = 'n8n-nodes-imagepack.';
 /** The URL prefix the listing example posts to; tests and the sandbox point it at a local collector. */
@@ -37,17 +37,17 @@ export function withCredential(workflow, credential) {
 	return copy;
 }
 
-/** The example workflows shipped in test/e2e/workflows/*.json: { file, workflow }[]. */
+/** The example workflows in examples/*.json: { file, workflow }[]. */
 export function exampleWorkflows() {
 	return fs
-		.readdirSync(WORKFLOWS_DIR)
+		.readdirSync(EXAMPLES_DIR)
 		.filter((name) => name.endsWith('.json'))
 		.sort()
-		.map((file) => ({ file, workflow: JSON.parse(fs.readFileSync(path.join(WORKFLOWS_DIR, file), 'utf8')) }));
+		.map((file) => ({ file, workflow: JSON.parse(fs.readFileSync(path.join(EXAMPLES_DIR, file), 'utf8')) }));
 }
 
 export function loadExample(file) {
-	return JSON.parse(fs.readFileSync(path.join(WORKFLOWS_DIR, file), 'utf8'));
+	return JSON.parse(fs.readFileSync(path.join(EXAMPLES_DIR, file), 'utf8'));
 }
 
 /** Replaces `https://listing.example.com` in every string parameter with the given origin. */

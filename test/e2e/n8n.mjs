@@ -17,7 +17,8 @@ import { ensureN8n, installPaths } from './n8n-install.mjs';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const PACKAGE_NAME = 'n8n-nodes-imagepack';
-export const WORKFLOWS_DIR = path.join(REPO_ROOT, 'test', 'e2e', 'workflows');
+/** The importable example workflows (top-level examples/, linked from the README); the e2e suite runs them. */
+export const EXAMPLES_DIR = path.join(REPO_ROOT, 'examples');
 
 /** Where the test keeps its temporary folders (removed by `cleanup()` unless KEEP_E2E is set). */
 function tempDir(prefix) {
