@@ -6,8 +6,9 @@
  *   npm run test:ui                    this file alone (build + pack first)
  *   npm run test:ui -- --screenshots   also writes the README's pictures to docs/images/
  *
- * Chromium: /usr/bin/chromium (Debian's package). Missing, it is installed with apt-get when running as
- * root; otherwise the suite skips with one line saying what to install. No browser is downloaded.
+ * Chromium: /usr/bin/chromium, and a CJK font for the Chinese seller notes (Debian's `chromium` and
+ * `fonts-noto-cjk`). Missing, they are installed with apt-get when running as root; otherwise the suite
+ * skips (no Chromium) or warns (no CJK font) with one line saying what to install. No browser is downloaded.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -18,6 +19,7 @@ import { after, before, describe, it } from 'node:test';
 
 import { chain, node } from './fixtures.mjs';
 import { REPO_ROOT } from './n8n.mjs';
+import { aptInstall, isRoot, which } from './services.mjs';
 import { OWNER, startSandbox } from './sandbox.mjs';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -28,19 +30,33 @@ const TRIGGER = 'n8n-nodes-imagepack.imagePackTrigger';
 /** Generous: n8n's editor on a loaded 2-core machine. Every wait is for a condition, never a sleep. */
 const WAIT = 60_000;
 
-/** Chromium from Debian, installed when missing and possible; else the reason to skip. */
-function chromiumOrSkipReason() {
-	if (fs.existsSync(CHROMIUM)) return null;
-	if (process.getuid?.() !== 0) return `editor suite skipped: ${CHROMIUM} is missing; install Debian's chromium (sudo apt-get install -y chromium)`;
-	process.stderr.write('[ui] installing Debian chromium (apt-get install -y chromium)…\n');
-	const apt = (args) => execFileSync('apt-get', args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
-	try {
-		apt(['install', '-y', '--no-install-recommends', 'chromium']);
-	} catch {
-		apt(['update']);
-		apt(['install', '-y', '--no-install-recommends', 'chromium']);
+/** Debian's packages this suite needs, and how to tell that each is there. */
+const BROWSER_PACKAGES = [
+	{ name: 'chromium', installed: () => fs.existsSync(CHROMIUM) },
+	// The emulator's seller notes are Chinese: without a CJK font Chromium draws them as boxes
+	// (docs/images/trigger-output.png). `fc-list` comes with Chromium's fontconfig.
+	{ name: 'fonts-noto-cjk', installed: () => Boolean(which('fc-list')) && execFileSync('fc-list', [':lang=zh', 'family']).toString().trim() !== '' },
+];
+
+/**
+ * Installs the missing packages with apt-get when running as root, the way the queue suite installs
+ * PostgreSQL and Redis. Returns the reason to skip the suite (no Chromium), else null; a missing CJK
+ * font only costs the pictures their Chinese text, so it is reported and the suite runs.
+ */
+function browserOrSkipReason() {
+	let missing = BROWSER_PACKAGES.filter((pkg) => !pkg.installed()).map((pkg) => pkg.name);
+	if (missing.length && isRoot() && which('apt-get')) {
+		try {
+			aptInstall(missing);
+		} catch (error) {
+			process.stderr.write(`[ui] apt-get install ${missing.join(' ')} failed: ${String(error.stderr ?? error.message).trim().split('\n').pop()}\n`);
+		}
+		missing = BROWSER_PACKAGES.filter((pkg) => !pkg.installed()).map((pkg) => pkg.name);
 	}
-	return fs.existsSync(CHROMIUM) ? null : `editor suite skipped: apt-get did not install ${CHROMIUM}`;
+	const install = `sudo apt-get install -y ${missing.join(' ')}, or run as root to let the suite install it`;
+	if (missing.includes('chromium')) return `editor suite skipped: ${CHROMIUM} is missing (${install})`;
+	if (missing.length) process.stdout.write(`[ui] no CJK font: Chinese text shows as boxes in the pictures (${install})\n`);
+	return null;
 }
 
 /** Workflows only this suite opens (the examples come with the sandbox). */
@@ -65,7 +81,7 @@ const uiWorkflows = [
 	]),
 ];
 
-const skipReason = chromiumOrSkipReason();
+const skipReason = browserOrSkipReason();
 if (skipReason) process.stdout.write(`${skipReason}\n`);
 
 describe('the editor in Chromium (n8n 2.41.1, the sandbox)', { skip: skipReason ?? false }, () => {

@@ -9,6 +9,8 @@
  * system user that Debian's package creates (else `nobody`), through spawn's uid/gid options: no sudo,
  * su or runuser needed, and the same code runs as any other user unchanged.
  *
+ * `aptInstall()` and `which()` also serve the editor suite (Chromium and a CJK font).
+ *
  * Plain Node (ESM), no test framework: the bench uses it too.
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -20,11 +22,11 @@ import path from 'node:path';
 
 import { freePort } from './n8n.mjs';
 
-const isRoot = () => process.getuid?.() === 0;
+export const isRoot = () => process.getuid?.() === 0;
 const log = (message) => process.env.E2E_QUIET || process.stderr.write(`[services] ${message}\n`);
 
 /** The absolute path of `command` on PATH (or in the extra folders), or null. */
-function which(command, extraDirs = []) {
+export function which(command, extraDirs = []) {
 	for (const dir of [...(process.env.PATH ?? '').split(path.delimiter), ...extraDirs]) {
 		const candidate = path.join(dir, command);
 		try {
@@ -59,7 +61,8 @@ export function findRedis() {
 	return server ? { server } : null;
 }
 
-function aptInstall(packages) {
+/** Installs Debian packages (as root); when that fails, `apt-get update` and once more (a fresh machine has no lists). */
+export function aptInstall(packages) {
 	const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
 	const install = () => execFileSync('apt-get', ['install', '-y', '--no-install-recommends', ...packages], { env, stdio: ['ignore', 'ignore', 'pipe'] });
 	log(`installing ${packages.join(' ')} with apt-get…`);
