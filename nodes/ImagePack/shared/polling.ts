@@ -1,6 +1,6 @@
 /**
- * How the trigger lives with n8n's poll schedulers (checked in n8n 2.41.1; see the README's trigger
- * section for the whole story):
+ * How the trigger lives with n8n's poll schedulers (checked in n8n 2.41.1; docs/polling.md has the
+ * whole story):
  *
  * - Legacy scheduler (the default): one long-lived Workflow per active workflow; every poll time
  *   fires a poll whether or not the previous one is still running. Each timed poll acquires the
