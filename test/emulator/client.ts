@@ -94,6 +94,10 @@ export interface BulkOptions {
 	publishedAt?: number;
 	/** published_at increment per record; default 0. */
 	stepMs?: number;
+	/** Images per manifest (schemaVersion 3), in groups of up to 10, each after a note in Chinese and English. */
+	images?: number;
+	/** Pads the first note to this many characters (a long seller document). */
+	noteChars?: number;
 }
 
 export interface ImageView {
@@ -292,6 +296,10 @@ export class EmulatorControl {
 	}
 	clearGenerationBehaviour(): Promise<void> {
 		return this.call('DELETE', '/generation-behaviour');
+	}
+	/** The reread_overlap the publication list announces from now on (50 after reset). */
+	setRereadOverlap(overlap: number): Promise<{ overlap: number }> {
+		return this.call('PUT', '/reread-overlap', { overlap });
 	}
 	/** perKeyPerMinute null (or omitted) turns the limit off. */
 	setRateLimit(options: { perKeyPerMinute?: number | null }): Promise<{ perKeyPerMinute: number | null }> {

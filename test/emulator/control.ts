@@ -60,6 +60,8 @@ const schemas = {
 		schemaVersion: z.union([z.literal(2), z.literal(3)]).optional(),
 		publishedAt: z.number().int().optional(),
 		stepMs: z.number().int().min(0).optional(),
+		images: z.number().int().min(0).max(1000).optional(),
+		noteChars: z.number().int().min(0).max(32 * 1024 * 1024).optional(),
 	}),
 	seed: z.object({
 		accountId: z.string().optional(),
@@ -94,6 +96,7 @@ const schemas = {
 		persist: z.boolean().optional(),
 	}),
 	rateLimit: z.object({ perKeyPerMinute: z.number().int().min(1).nullable() }),
+	overlap: z.object({ overlap: z.number().int().min(0) }),
 	clock: z.object({ epochMs: z.number() }),
 	advance: z.object({ ms: z.number() }),
 };
@@ -164,6 +167,28 @@ function normaliseGroups(state: EmulatorState, accountId: string, groups: Group[
 }
 
 const blockId = () => `blk_${randomBytes(4).toString('hex')}`;
+
+const NOTES = [
+	'这是一组商品主图：第一张用作首图，其余用于详情页。请勿裁切商品主体。 Hero shots: the first one is the listing image, the others go on the product page. Do not crop the product.',
+	'细节图，按顺序使用，保留白色背景。 Detail shots, to be used in this order; keep the white background.',
+	'买家秀风格，可用于社交媒体。 Buyer-show style, fine for social media.',
+];
+
+/**
+ * A seller's manifest of `images` images in groups of up to 10, each group after a note in Chinese
+ * and English; `noteChars` pads the first note to that many characters (a long document).
+ */
+function sizedGroups(images: number, noteChars = 0): Group[] {
+	const groups: Group[] = [];
+	for (let at = 0, group = 0; at < Math.max(images, 1); at += 10, group++) {
+		const note = NOTES[group % NOTES.length];
+		const content = group === 0 && noteChars > note.length ? note.padEnd(noteChars, ' 注意') : note;
+		groups.push({ id: blockId(), type: 'text', content });
+		const count = Math.min(10, images - at);
+		if (count > 0) groups.push({ id: blockId(), type: 'images', items: Array.from({ length: count }, () => ({})) });
+	}
+	return groups;
+}
 
 function defaultGroups(schemaVersion: 2 | 3): Group[] {
 	if (schemaVersion === 3) {
@@ -286,9 +311,15 @@ export function registerControlRoutes(app: FastifyInstance, runtime: Runtime, re
 			const state = s();
 			const account = state.account(body.accountId);
 			// One shared frozen manifest keeps 100k records cheap.
+			const sized = body.images !== undefined || body.noteChars !== undefined;
+			if (sized && body.schemaVersion === 2) throw new ApiError(400, 'invalid_request', 'images and noteChars make schemaVersion 3 manifests');
 			const { manifest, publishedAt } = buildPublication(
 				state,
-				{ schemaVersion: body.schemaVersion, publishedAt: body.publishedAt },
+				{
+					schemaVersion: body.schemaVersion,
+					publishedAt: body.publishedAt,
+					blocks: sized ? sizedGroups(body.images ?? 3, body.noteChars) : undefined,
+				},
 				account.id,
 			);
 			const packCount = Math.min(body.packs ?? body.count, body.count);
@@ -403,6 +434,14 @@ export function registerControlRoutes(app: FastifyInstance, runtime: Runtime, re
 		}),
 	);
 	app.delete(`${p}/generation-behaviour`, wrap(() => void (s().behaviour = null)));
+
+	app.put(
+		`${p}/reread-overlap`,
+		wrap((req) => {
+			s().rereadOverlap = parse(schemas.overlap, req.body).overlap;
+			return { overlap: s().rereadOverlap };
+		}),
+	);
 
 	app.put(
 		`${p}/rate-limit`,

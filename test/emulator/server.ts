@@ -315,7 +315,7 @@ function registerPublicRoutes(app: FastifyInstance, runtime: Runtime) {
 			return jsonOut(200, {
 				items: items.map(publicRecord),
 				next_since_id: items.length ? items[items.length - 1].id : sinceId,
-				reread_overlap: 50,
+				reread_overlap: ctx.state.rereadOverlap,
 				dedupe_by: ['pack_id', 'version'],
 			});
 		}),

@@ -234,6 +234,8 @@ export class EmulatorState {
 	readonly latency = new Map<RouteName | '*', number>();
 	behaviour: (GenerationBehaviour & { remaining: number }) | null = null;
 	rateLimit: RateLimit = { perKeyPerMinute: null };
+	/** The reread_overlap the publication list announces (the document shows 50). */
+	rereadOverlap = 50;
 	private readonly keyHits = new Map<string, number[]>();
 	readonly requestLog: RequestLogEntry[] = [];
 	private requestSeq = 0;

@@ -260,4 +260,30 @@ describe('bulk (benchmark support)', () => {
 		const end = await list(`?since_id=${lastId}`);
 		expect(end.json.items.map((r: { id: number }) => r.id)).toEqual([late.id, late.id + 1]);
 	});
+
+	test('manifests of a given size: images in groups of ten after notes in Chinese and English, a long note', async () => {
+		const { firstId, lastId } = await emu().control.publishBulk({ count: 3, images: 40 });
+		const forty = (await detail(lastId)).json.manifest;
+		expect(forty.blocks.map((b: { type: string }) => b.type)).toEqual(['text', 'images', 'text', 'images', 'text', 'images', 'text', 'images']);
+		const items = forty.blocks.flatMap((b: { items?: Array<{ download_url: string }> }) => b.items ?? []);
+		expect(items).toHaveLength(40);
+		expect(items.every((item: { download_url: string }) => item.download_url.startsWith('/api/file/'))).toBe(true);
+		expect(forty.blocks[0].content).toMatch(/商品.*Hero shots/);
+		expect((await detail(firstId)).json.manifest).toEqual(forty);
+		const { lastId: long } = await emu().control.publishBulk({ count: 1, images: 1, noteChars: 2_000_000 });
+		const longNote = (await detail(long)).json.manifest.blocks[0].content;
+		expect(longNote).toHaveLength(2_000_000);
+		const bad = await call(emu(), 'POST', '/_emulator/publications/bulk', { body: { count: 1, images: 2, schemaVersion: 2 } });
+		expect(bad.status).toBe(400);
+	});
+});
+
+describe('reread_overlap (test knob)', () => {
+	test('the list announces the overlap set, 50 again after reset', async () => {
+		await emu().control.publish();
+		expect(await emu().control.setRereadOverlap(400)).toEqual({ overlap: 400 });
+		expect((await list()).json.reread_overlap).toBe(400);
+		await emu().control.reset();
+		expect((await list()).json.reread_overlap).toBe(50);
+	});
 });
