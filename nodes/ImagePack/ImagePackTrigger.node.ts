@@ -58,14 +58,7 @@ function writeState(staticData: IDataObject, state: CursorState): void {
 	for (const key of Object.keys(staticData)) {
 		if (!(key in state)) delete staticData[key];
 	}
-	staticData.v = state.v;
-	staticData.queryKey = state.queryKey;
-	staticData.start = state.start;
-	staticData.cursor = state.cursor;
-	staticData.overlap = state.overlap;
-	staticData.window = { ...state.window };
-	staticData.delivered = state.delivered;
-	staticData.rev = state.rev;
+	for (const [key, value] of Object.entries(state)) staticData[key] = value as IDataObject[string];
 }
 
 /**

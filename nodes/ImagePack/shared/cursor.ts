@@ -1,57 +1,77 @@
 /**
- * The Image Pack Trigger's polling state, as a pure module: no n8n, no HTTP.
+ * How the Image Pack Trigger reads the publication list, as a pure module: no n8n, no HTTP. The
+ * stored state and its encoding are in cursorState.ts.
  *
  * The API's incremental pulling contract (§4.2): remember `next_since_id`, start the next round at
- * `next_since_id - reread_overlap`, deduplicate by `(pack_id, version)`. Ids come from a global
- * database sequence, so a publication with a smaller id may become visible after a bigger one; the
- * overlap is the window in which such a late commit can still appear. One publication may also be
- * listed under more than one id (that is why the API says to dedupe by key, not by id).
+ * `next_since_id - reread_overlap`, deduplicate by `(pack_id, version)`. Ids come from one database
+ * sequence for all accounts, so a publication with a smaller id may become visible after a bigger
+ * one, but (the contract's promise) only above `newest visible id - reread_overlap` at the moment it
+ * commits. One publication may also be listed under more than one id.
  *
  * How a poll uses this module:
  *   run = startPoll(state)                first request: since_id = run.nextSince
- *   { fresh, next } = addPage(run, page)  repeat while `next` is a number (a full page)
+ *   { fresh, next } = addPage(run, page)  repeat while `next` is a number (a full page) and wanted
  *   state' = finishPoll(run, emitted)     `emitted` = how many of the fresh records were delivered
- * A run is the poll's private accumulator: addPage updates it, finishPoll only reads it.
  *
- * The state holds:
- *   - `start`: the since_id of the next poll's first request. Every request asks for ids > start,
- *     so an id <= start is never returned again. `start` never decreases.
- *   - `window`: for every delivered key that was read under some id > start, the HIGHEST id it was
- *     read under. A key leaves the window only when no id it was read under can be returned again.
- *     At most `overlap + PAGE_LIMIT` keys under the contract (capped at MAX_WINDOW).
- *   - `delivered`: the last MEMORY_KEYS keys that left the window, as fixed-width hashes, so a key
- *     that comes back under an id far above the window is still recognised. Best effort: a key
- *     delivered longer ago than that is forgotten.
- *
- * Where the next poll starts: pages inside one poll follow `next_since_id` directly (a full page
- * means history, not the head), which keeps a catch-up at one request per 200 records. The next
- * poll then starts at `min(last next_since_id, since_id of the poll's last request) - overlap`:
- * the final window and the window of the last page boundary crossed are both read again.
+ * Where the next poll starts. Pages inside one poll follow `next_since_id` directly (a full page is
+ * history, not the head), which keeps a catch-up at one request per 200 records. An id that was not
+ * in the answer covering it may still commit late, unless the server's newest id was already more
+ * than `overlap` above it: then the contract says it never will. So after every poll, the ids up to
+ * (newest id known when their page was read) - overlap are settled, and the next poll starts at the
+ * first id that is not, skipping by id (`handled`) what it already dealt with above it. The newest
+ * id known is the highest id any earlier answer held, or one the next page of the same poll held
+ * unless it could have committed in the milliseconds between the two requests (BURST). So the
+ * whole overlap the server announces is re-read, however large (up to MAX_OVERLAP), and a backlog
+ * is still read once, page after page.
  *
  * LIMITS (accepted, documented in the README):
  *   - A late commit must land within `overlap` ids of the newest id visible when it commits (the
  *     contract's promise). One landing further below is never returned by the API again.
- *   - Inside one poll, a late commit below a page boundary that was followed directly is found
- *     only if fewer than `PAGE_LIMIT - overlap` (150) newer publications of the same account were
- *     committed between the two page requests (milliseconds apart).
- *   - An overlap above MAX_OVERLAP announced by the API is capped (bounded state).
- *   - Keys are 53-bit hashes: two different publications with the same hash (about 1 in 10^13
- *     per publication with a full memory) would make the second look delivered.
+ *   - A publication still pending when its page was read, committing in the milliseconds before the
+ *     next page of the same poll is answered, is missed if more than BURST publications of the same
+ *     account commit in those milliseconds too.
+ *   - Delivered keys are remembered (MEMORY_KEYS): a publication listed again under a new id after
+ *     more than MEMORY_KEYS later deliveries is delivered again.
+ *   - Keys are 53-bit hashes: two different publications with the same hash (about 1 in 10^13 per
+ *     publication with a full memory) would make the second look delivered.
  */
+import {
+	DEFAULT_OVERLAP,
+	MAX_OVERLAP,
+	MEMORY_KEYS,
+	TOKEN_LENGTH,
+	type CursorState,
+	decodeRuns,
+	dedupeKey,
+	encodeRuns,
+	initialState,
+	isPlainObject,
+	isSafeId,
+	sameState,
+} from './cursorState';
 
-export const STATE_VERSION = 2;
+export {
+	DEFAULT_OVERLAP,
+	MAX_OVERLAP,
+	MEMORY_KEYS,
+	STATE_VERSION,
+	TOKEN_LENGTH,
+	type CursorState,
+	dedupeKey,
+	hash53,
+	initialState,
+	readState,
+	sameState,
+} from './cursorState';
+export { MAX_SEARCH_PROBES, NewestSearchError, findNewest } from './findNewest';
+
 /** Page size asked for: the API's maximum. */
 export const PAGE_LIMIT = 200;
-/** The documented reread_overlap; used until a response says otherwise. */
-export const DEFAULT_OVERLAP = 50;
-/** Upper bound on the overlap honoured, so the window (and static data) stays small. */
-export const MAX_OVERLAP = 100;
-/** The window never holds more keys than this; only a server breaking the contract reaches it. */
-export const MAX_WINDOW = MAX_OVERLAP + PAGE_LIMIT;
-/** Delivered keys remembered after they left the window (9 characters each in static data). */
-export const MEMORY_KEYS = 700;
-/** Characters of one key hash (53 bits, 6 bits per character). */
-export const TOKEN_LENGTH = 9;
+/**
+ * Publications of one account that may commit between two list requests of one poll (milliseconds
+ * apart) without the cursor missing a late commit among them (see LIMITS).
+ */
+export const BURST = 150;
 
 export interface PublicationRecord {
 	id: number;
@@ -66,127 +86,21 @@ export interface ListPage {
 	reread_overlap?: number;
 }
 
-export interface CursorState {
-	v: typeof STATE_VERSION;
-	/** What the state was built for (start option, start id, server); another key starts afresh. */
-	queryKey: string;
-	/** since_id of the next poll's first request; ids <= start are never returned again. */
-	start: number;
-	/** Highest id / next_since_id read so far. */
-	cursor: number;
-	/** The re-read overlap in effect (from the last response, capped). */
-	overlap: number;
-	/** Key hash -> highest id it was read under, for delivered keys read under an id > start. */
-	window: Record<string, number>;
-	/** Hashes of the last MEMORY_KEYS delivered keys that left the window, oldest first, joined. */
-	delivered: string;
-	/** Bumped on every change, so two overlapping polls can tell that the other one committed. */
-	rev: number;
-}
-
-/** cyrb53: a fast 53-bit string hash (public domain), enough to tell keys apart. */
-export function hash53Number(text: string, seed = 0): number {
-	let h1 = 0xdeadbeef ^ seed;
-	let h2 = 0x41c6ce57 ^ seed;
-	for (let i = 0; i < text.length; i++) {
-		const ch = text.charCodeAt(i);
-		h1 = Math.imul(h1 ^ ch, 2654435761);
-		h2 = Math.imul(h2 ^ ch, 1597334677);
+/** The server announced a re-read overlap above MAX_OVERLAP: nothing is delivered, nothing skipped. */
+export class OverlapTooLargeError extends Error {
+	constructor(readonly overlap: number) {
+		super(
+			`The Image Pack API announced reread_overlap ${overlap}, more than this trigger honours (${MAX_OVERLAP})`,
+		);
 	}
-	h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
-	h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-	return 4294967296 * (2097151 & h2) + (h1 >>> 0);
 }
 
-export function hash53(text: string, seed = 0): string {
-	return hash53Number(text, seed).toString(36);
-}
-
-const DIGITS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
-
-/** A 53-bit number as TOKEN_LENGTH characters that need no escaping in JSON. */
-function token(hash: number): string {
-	let text = '';
-	for (let i = 0; i < TOKEN_LENGTH; i++) {
-		text = DIGITS[hash % 64] + text;
-		hash = Math.floor(hash / 64);
-	}
-	return text;
-}
-
-/** The dedupe key of a publication, `(pack_id, version)` as the API's `dedupe_by` says, hashed. */
-export function dedupeKey(packId: string, version: number): string {
-	return token(hash53Number(`${packId}@${version}`));
-}
-
-/** The state of a trigger that has not delivered anything yet and starts after `startId`. */
-export function initialState(queryKey: string, startId: number): CursorState {
-	const start = Math.max(0, Math.floor(startId));
-	return {
-		v: STATE_VERSION,
-		queryKey,
-		start,
-		cursor: start,
-		overlap: DEFAULT_OVERLAP,
-		window: {},
-		delivered: '',
-		rev: 0,
-	};
-}
-
-function isSafeId(value: unknown): value is number {
-	return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-	return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/**
- * A version 1 dedupe key (`pack@version`, or `#` + base36 hash53 of it when longer than 24
- * characters) as today's hash: the same hash function of the same text, so nothing is lost.
- */
-function migrateKey(key: string): string {
-	const hashed = key.startsWith('#') && !key.includes('@');
-	return token(hashed ? parseInt(key.slice(1), 36) : hash53Number(key));
-}
-
-/**
- * Reads the state from static data. Returns undefined when there is none, when it was built for
- * another query (the start option changed), or when it is damaged, so the caller starts afresh.
- * A version 1 state (window keyed by plain text, no memory) is migrated: same start, same window.
- */
-export function readState(raw: unknown, queryKey: string): CursorState | undefined {
-	if (!isPlainObject(raw) || raw.queryKey !== queryKey) return undefined;
-	const v1 = raw.v === 1;
-	if (!v1 && raw.v !== STATE_VERSION) return undefined;
-	const { start, cursor, overlap, rev } = raw;
-	if (!isSafeId(start) || !isSafeId(cursor) || cursor < start) return undefined;
-	if (!isSafeId(overlap) || !isSafeId(rev)) return undefined;
-	const entries = v1 ? raw.seen : raw.window;
-	if (!isPlainObject(entries)) return undefined;
-	const delivered = v1 ? '' : raw.delivered;
-	if (typeof delivered !== 'string' || delivered.length % TOKEN_LENGTH !== 0) return undefined;
-	const window: Record<string, number> = {};
-	for (const [key, id] of Object.entries(entries)) {
-		if (!isSafeId(id)) return undefined;
-		if (id > start) window[v1 ? migrateKey(key) : key] = id;
-	}
-	return {
-		v: STATE_VERSION,
-		queryKey,
-		start,
-		cursor,
-		overlap: Math.min(overlap, MAX_OVERLAP),
-		window,
-		delivered: delivered.slice(-MEMORY_KEYS * TOKEN_LENGTH),
-		rev,
-	};
-}
-
-function clampOverlap(value: unknown, fallback: number): number {
+/** The overlap a list answer announces (or `fallback`); above MAX_OVERLAP it throws. */
+export function announcedOverlap(value: unknown, fallback: number): number {
 	if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) return fallback;
-	return Math.min(Math.floor(value), MAX_OVERLAP);
+	const overlap = Math.floor(value);
+	if (overlap > MAX_OVERLAP) throw new OverlapTooLargeError(overlap);
+	return overlap;
 }
 
 /** One list request of a poll, as finishPoll needs it. */
@@ -195,8 +109,10 @@ interface PageSpan {
 	since: number;
 	/** Where this page's coverage ends (next_since_id, never below its last item or since). */
 	end: number;
-	/** The re-read overlap in effect after this page (announced with it, capped). */
-	overlap: number;
+	/** The highest id seen in this poll up to and including this page. */
+	top: number;
+	/** An id of this page that was visible before the previous request was answered (see BURST). */
+	witness: number;
 }
 
 export interface PollRun {
@@ -204,13 +120,18 @@ export interface PollRun {
 	/** since_id for the next request of this poll. */
 	nextSince: number;
 	readonly pages: PageSpan[];
-	/** Key -> highest id read: the base window, plus every key read in this poll. */
-	readonly highest: Map<string, number>;
-	/** The base state's memory of delivered keys. */
-	readonly remembered: Set<string>;
+	/** Ids dealt with before this poll. */
+	readonly handled: ReadonlySet<number>;
+	/** Keys delivered before this poll. */
+	readonly remembered: ReadonlySet<string>;
+	/** Ids read in this poll that list a publication delivered before or read earlier in it. */
+	readonly repeats: number[];
 	/** Records whose key was not delivered before, in read order (ascending id), and their keys. */
 	readonly fresh: PublicationRecord[];
 	readonly freshKeys: string[];
+	readonly freshKeySet: Set<string>;
+	/** The largest overlap announced in this poll, if any answer announced one. */
+	overlap?: number;
 }
 
 export function startPoll(state: CursorState): PollRun {
@@ -221,10 +142,12 @@ export function startPoll(state: CursorState): PollRun {
 		base: state,
 		nextSince: state.start,
 		pages: [],
-		highest: new Map(Object.entries(state.window)),
+		handled: new Set(decodeRuns(state.start, state.handled) ?? []),
 		remembered,
+		repeats: [],
 		fresh: [],
 		freshKeys: [],
+		freshKeySet: new Set(),
 	};
 }
 
@@ -246,30 +169,36 @@ function validItems(since: number, page: ListPage): PublicationRecord[] {
 /**
  * Adds the answer to the request `since_id = run.nextSince, limit` to the run. Returns the records
  * of this page not delivered before (ascending id) and, when the page was full, the since_id to
- * follow (also in `run.nextSince`).
+ * follow (also in `run.nextSince`). Throws OverlapTooLargeError before using an answer that
+ * announces an overlap above MAX_OVERLAP.
  */
 export function addPage(
 	run: PollRun,
 	page: ListPage,
 	limit = PAGE_LIMIT,
 ): { fresh: PublicationRecord[]; next: number | null } {
+	const overlap = announcedOverlap(page.reread_overlap, -1);
+	if (overlap >= 0) run.overlap = Math.max(run.overlap ?? 0, overlap);
 	const since = run.nextSince;
 	const items = validItems(since, page);
 	const fresh: PublicationRecord[] = [];
 	for (const item of items) {
-		if (item.id <= run.base.start) continue; // never returned by a correct server
+		if (item.id <= run.base.start || run.handled.has(item.id)) continue;
 		const key = dedupeKey(item.pack_id, item.version);
-		const known = run.highest.get(key);
-		run.highest.set(key, Math.max(known ?? 0, item.id));
-		if (known !== undefined || run.remembered.has(key)) continue;
+		if (run.remembered.has(key) || run.freshKeySet.has(key)) {
+			run.repeats.push(item.id);
+			continue;
+		}
 		fresh.push(item);
 		run.fresh.push(item);
 		run.freshKeys.push(key);
+		run.freshKeySet.add(key);
 	}
 	const lastId = items.length ? items[items.length - 1].id : since;
 	const end = Math.max(since, lastId, isSafeId(page.next_since_id) ? page.next_since_id : lastId);
-	const previous = run.pages.length ? run.pages[run.pages.length - 1].overlap : run.base.overlap;
-	run.pages.push({ since, end, overlap: clampOverlap(page.reread_overlap, previous) });
+	const previousTop = run.pages.length ? run.pages[run.pages.length - 1].top : since;
+	const witness = items.length > BURST ? items[items.length - 1 - BURST].id : since;
+	run.pages.push({ since, end, top: Math.max(previousTop, lastId), witness });
 	const full = Array.isArray(page.items) && page.items.length >= limit;
 	const next = full && end > since ? end : null;
 	run.nextSince = end;
@@ -282,160 +211,87 @@ export function freshRecords(run: PollRun): PublicationRecord[] {
 }
 
 /**
+ * Where the next poll starts after reading the run's pages up to `readTo`: below the first id that
+ * may still appear (see the module comment), never below the state's start.
+ */
+function nextStart(run: PollRun, kept: number, readTo: number, overlap: number): number {
+	for (let at = 0; at < kept; at++) {
+		const page = run.pages[at];
+		const end = Math.min(page.end, readTo);
+		// The server's newest id when this page was read was at least this: the ids of this page up
+		// to `settled` can no longer appear.
+		const known = Math.max(run.base.cursor, page.top, run.pages[at + 1]?.witness ?? 0);
+		const settled = Math.max(page.since, Math.min(end, known - overlap));
+		if (settled < end) return Math.max(settled, run.base.start); // pages ascend: the first one decides
+	}
+	return Math.max(readTo, run.base.start);
+}
+
+/**
  * The state after this poll when the first `emitted` fresh records were delivered (default: all).
- * Delivering fewer (budget ran out while fetching manifests) cuts the run just below the first
- * record not delivered, as if the poll had stopped reading there: nothing is skipped. Keys that
- * were delivered keep every id they were read under, also ids above the cut.
+ * Delivering fewer (a bound on the poll, or its time ran out) cuts the run just below the first
+ * record not delivered, as if the poll had stopped reading there: nothing is skipped.
  */
 export function finishPoll(run: PollRun, emitted?: number): CursorState {
 	const { base, pages } = run;
 	if (pages.length === 0) return base;
 	const count = Math.max(0, Math.min(emitted ?? run.fresh.length, run.fresh.length));
+	const cut = count < run.fresh.length ? run.fresh[count].id : Number.POSITIVE_INFINITY;
 	let kept = pages.length;
-	let end = pages[kept - 1].end;
-	if (count < run.fresh.length) {
-		const cut = run.fresh[count].id; // the first record not delivered: read nothing from here on
-		while (pages[kept - 1].since >= cut) kept--; // pages cover ascending, disjoint id ranges
-		end = cut - 1;
-	}
-	const last = pages[kept - 1];
-	// The last page boundary this poll followed directly (the since of its last request), if any.
-	const followed = kept > 1 ? last.since : end;
-	const start = Math.max(base.start, Math.min(end, followed) - last.overlap);
-	const cursor = Math.max(base.cursor, end, start);
+	while (kept > 1 && pages[kept - 1].since >= cut) kept--; // pages cover ascending, disjoint ranges
+	const readTo = Math.min(pages[kept - 1].end, cut - 1);
+	const overlap = run.overlap ?? base.overlap;
+	let start = nextStart(run, kept, readTo, overlap);
 
-	const undelivered = new Set(run.freshKeys.slice(count));
-	const inWindow: Array<[string, number]> = [];
-	const leaving: Array<[string, number]> = [];
-	for (const entry of run.highest) {
-		if (undelivered.has(entry[0])) continue;
-		(entry[1] > start ? inWindow : leaving).push(entry);
-	}
-	inWindow.sort((a, b) => a[1] - b[1]);
-	leaving.push(...inWindow.splice(0, inWindow.length - MAX_WINDOW)); // only a broken server
-	leaving.sort((a, b) => a[1] - b[1]);
+	const handled = new Set<number>();
+	const keep = (id: number) => {
+		if (id > start) handled.add(id);
+	};
+	run.handled.forEach(keep);
+	run.fresh.slice(0, count).forEach((record) => keep(record.id));
+	run.repeats.filter((id) => id < cut).forEach(keep);
+	// Ids dealt with right above the start need no re-reading: move the start over them.
+	while (handled.delete(start + 1)) start++;
 
-	const window: Record<string, number> = {};
-	for (const [key, id] of inWindow) window[key] = id;
-	// Oldest first; a key appears once, in the window or in the memory.
-	const memory = [...run.remembered].filter((key) => !run.highest.has(key));
-	for (const [key] of leaving) memory.push(key);
+	const memory = base.delivered + run.freshKeys.slice(0, count).join('');
 	const next: CursorState = {
-		v: STATE_VERSION,
-		queryKey: base.queryKey,
+		...base,
 		start,
-		cursor,
-		overlap: last.overlap,
-		window,
-		delivered: memory.slice(-MEMORY_KEYS).join(''),
-		rev: base.rev,
+		cursor: Math.max(base.cursor, pages[pages.length - 1].top, start),
+		overlap,
+		handled: encodeRuns(start, handled),
+		delivered: memory.slice(-MEMORY_KEYS * TOKEN_LENGTH),
 	};
 	return sameState(next, base) ? base : { ...next, rev: base.rev + 1 };
 }
 
+/** Where the "now" baseline read starts for a newest id `head` (throws above MAX_OVERLAP). */
+export function baselineSince(head: number, overlap: unknown = DEFAULT_OVERLAP): number {
+	return Math.max(0, head - announcedOverlap(overlap, DEFAULT_OVERLAP));
+}
+
 /**
- * The state of a trigger that starts "now": everything in `page` (the answer to
- * `since_id = baselineSince(head)`) is treated as already delivered, and only later
- * publications, including late commits inside the window, are delivered.
+ * A trigger that starts "now": its baseline read covers `baselineSince(head)` up to the newest id
+ * `head`, page after page (addPage); finishBaseline then treats everything read as delivered, so
+ * only later publications are delivered, including late commits inside the overlap.
  */
-export function baselineState(
-	queryKey: string,
-	since: number,
-	page: ListPage,
-	limit = PAGE_LIMIT,
-): CursorState {
-	const run = startPoll(initialState(queryKey, since));
-	addPage(run, page, limit);
+export function startBaseline(queryKey: string, since: number, head: number): PollRun {
+	return startPoll({ ...initialState(queryKey, since), cursor: Math.max(since, head) });
+}
+
+export function finishBaseline(run: PollRun): CursorState {
 	return { ...finishPoll(run), rev: 0 };
 }
 
-/** Where the "now" baseline read starts for a newest id `head`. */
-export function baselineSince(head: number, overlap = DEFAULT_OVERLAP): number {
-	return Math.max(0, head - clampOverlap(overlap, DEFAULT_OVERLAP));
-}
-
-export function sameState(a: CursorState, b: CursorState): boolean {
-	if (
-		a.start !== b.start ||
-		a.cursor !== b.cursor ||
-		a.overlap !== b.overlap ||
-		a.queryKey !== b.queryKey ||
-		a.delivered !== b.delivered
-	) {
-		return false;
-	}
-	const aKeys = Object.keys(a.window);
-	if (aKeys.length !== Object.keys(b.window).length) return false;
-	return aKeys.every((key) => b.window[key] === a.window[key]);
-}
-
-/** Why a newest-id search stopped without an answer (a broken server, or the poll's time is up). */
-export class NewestSearchError extends Error {}
-
-/** Requests a newest-id search may make: 1 + 54 doublings + 54 halvings, then it is a server fault. */
-export const MAX_SEARCH_PROBES = 110;
-
-/**
- * Finds the newest record using `since_id` probes with `limit=1`: an exponential phase finds an
- * empty probe, a binary phase narrows down. `probe(since)` answers the first record above `since`,
- * or null. About 2 * log2(newest id) requests, never more than MAX_SEARCH_PROBES; every probe must
- * answer an id above the since_id it was asked with (else the server ignores since_id and the search
- * could never end), and the search stops once `expired()` says the poll's time is up. Every stop
- * goes through `fail` (default: throw a NewestSearchError).
- */
-export async function findNewest(
-	probe: (since: number) => Promise<PublicationRecord | null>,
-	expired: () => boolean = () => false,
-	fail: (message: string) => never = (message) => {
-		throw new NewestSearchError(message);
-	},
-): Promise<PublicationRecord | null> {
-	let probes = 0;
-	const ask = async (since: number): Promise<PublicationRecord | null> => {
-		if (++probes > MAX_SEARCH_PROBES) {
-			fail(
-				`The search for the newest publication did not end after ${MAX_SEARCH_PROBES} requests (last since_id=${since}): the server's answers contradict each other. This is a fault of the server, not of this node's settings.`,
-			);
-		}
-		if (probes > 1 && expired()) {
-			fail(
-				`The search for the newest publication ran out of the poll's time after ${probes - 1} requests (the server answers too slowly).`,
-			);
-		}
-		const found = await probe(since);
-		if (found !== null && !(isSafeId(found.id) && found.id > since)) {
-			fail(
-				`The server answered since_id=${since} with publication id ${JSON.stringify(found.id)}, which is not a whole number above it (ids are at most 2^53 - 1): it ignores since_id. This is a fault of the server, not of this node's settings.`,
-			);
-		}
-		return found;
-	};
-	let newest = await ask(0);
-	if (!newest) return null;
-	let lo = newest.id; // a record with this id exists
-	let hi: number | undefined; // no record above this id (when last asked)
-	let step = Math.max(1, lo);
-	while (hi === undefined) {
-		const since = Math.min(lo + step, Number.MAX_SAFE_INTEGER); // an id above it is a fault
-		const found = await ask(since);
-		if (found) {
-			newest = found;
-			lo = found.id;
-			step *= 2;
-		} else {
-			hi = since;
-		}
-	}
-	while (lo < hi) {
-		const mid = Math.floor((lo + hi) / 2);
-		const found = await ask(mid);
-		if (found) {
-			newest = found;
-			lo = found.id;
-			if (lo > hi) hi = lo;
-		} else {
-			hi = mid;
-		}
-	}
-	return newest;
+/** The baseline state from the answers to its requests (tests, and the one-page case). */
+export function baselineState(
+	queryKey: string,
+	since: number,
+	pages: ListPage | ListPage[],
+	limit = PAGE_LIMIT,
+	head = since,
+): CursorState {
+	const run = startBaseline(queryKey, since, head);
+	for (const page of Array.isArray(pages) ? pages : [pages]) addPage(run, page, limit);
+	return finishBaseline(run);
 }

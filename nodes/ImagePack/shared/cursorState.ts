@@ -1,0 +1,260 @@
+/**
+ * The trigger's stored state and its encoding, as a pure module (no n8n, no HTTP). How a poll uses
+ * and advances it is in cursor.ts.
+ *
+ * Stored in the workflow's static data, so it is kept small and dense:
+ *   - `start`: ids at or below it are never read again (every request asks for ids above it).
+ *   - `cursor`: the highest id any answer ever held; the server's newest id is at least this.
+ *   - `overlap`: the re-read overlap in effect (as the server last announced it).
+ *   - `handled`: the ids above `start` that were read and dealt with (delivered, or recognised as a
+ *     publication delivered before), run-length encoded. A re-read id found here is skipped without
+ *     looking at its key; an id above `start` that is not here is either not ours, not visible yet
+ *     (a late commit) or not read yet.
+ *   - `delivered`: the keys `(pack_id, version)` of the last MEMORY_KEYS publications delivered, as
+ *     fixed-width hashes, oldest first, so a publication listed again under a new id is recognised.
+ * At the documented overlap (50) the state is about 9.5 KiB at most: the key memory (9 KB when full)
+ * plus a few hundred characters of runs.
+ */
+
+export const STATE_VERSION = 3;
+/** The documented reread_overlap; used until a response says otherwise. */
+export const DEFAULT_OVERLAP = 50;
+/**
+ * The largest reread_overlap honoured (100× the documented 50). A poll re-reads about that many ids,
+ * which costs a request per 200 of the account's publications among them, and the state holds their
+ * runs. A larger announced overlap makes the poll fail with an error saying so: nothing is delivered
+ * or skipped until the server announces an overlap this trigger can honour.
+ */
+export const MAX_OVERLAP = 5_000;
+/** Delivered keys remembered (9 characters each in static data). */
+export const MEMORY_KEYS = 1_000;
+/** Characters of one key hash (53 bits, 6 bits per character). */
+export const TOKEN_LENGTH = 9;
+
+export interface CursorState {
+	v: typeof STATE_VERSION;
+	/** What the state was built for (start option, start id, server); another key starts afresh. */
+	queryKey: string;
+	/** Ids at or below it are never read again. */
+	start: number;
+	/** The highest id any answer held: the server's newest visible id is at least this. */
+	cursor: number;
+	/** The re-read overlap in effect (the last one announced). */
+	overlap: number;
+	/** Ids above `start` read and dealt with, as runs (see encodeRuns). */
+	handled: string;
+	/** Hashes of the last MEMORY_KEYS delivered keys, oldest first, joined. */
+	delivered: string;
+	/** Bumped on every change, so two overlapping polls can tell that the other one committed. */
+	rev: number;
+}
+
+/** cyrb53: a fast 53-bit string hash (public domain), enough to tell keys apart. */
+export function hash53Number(text: string, seed = 0): number {
+	let h1 = 0xdeadbeef ^ seed;
+	let h2 = 0x41c6ce57 ^ seed;
+	for (let i = 0; i < text.length; i++) {
+		const ch = text.charCodeAt(i);
+		h1 = Math.imul(h1 ^ ch, 2654435761);
+		h2 = Math.imul(h2 ^ ch, 1597334677);
+	}
+	h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+	h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+	return 4294967296 * (2097151 & h2) + (h1 >>> 0);
+}
+
+export function hash53(text: string, seed = 0): string {
+	return hash53Number(text, seed).toString(36);
+}
+
+/** 64 characters that need no escaping in JSON. */
+const DIGITS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+const DIGIT_VALUE = new Map([...DIGITS].map((ch, value) => [ch, value]));
+
+/** A 53-bit number as TOKEN_LENGTH characters. */
+function token(hash: number): string {
+	let text = '';
+	for (let i = 0; i < TOKEN_LENGTH; i++) {
+		text = DIGITS[hash % 64] + text;
+		hash = Math.floor(hash / 64);
+	}
+	return text;
+}
+
+/** The dedupe key of a publication, `(pack_id, version)` as the API's `dedupe_by` says, hashed. */
+export function dedupeKey(packId: string, version: number): string {
+	return token(hash53Number(`${packId}@${version}`));
+}
+
+/**
+ * Sorted ids above `base` as runs: the count of ids skipped, then the count taken, and so on, each a
+ * variable-length number (5 bits per character; characters from 32 up mean "more follows"). A run of
+ * the account's own consecutive ids costs one or two characters; an id between other accounts' ids
+ * about two.
+ */
+export function encodeRuns(base: number, ids: Iterable<number>): string {
+	const sorted = [...ids].filter((id) => id > base).sort((a, b) => a - b);
+	let text = '';
+	const put = (value: number) => {
+		while (value >= 32) {
+			text += DIGITS[32 + (value % 32)];
+			value = Math.floor(value / 32);
+		}
+		text += DIGITS[value];
+	};
+	let at = base; // the last id covered so far
+	for (let i = 0; i < sorted.length; ) {
+		let j = i + 1;
+		while (j < sorted.length && sorted[j] === sorted[j - 1] + 1) j++;
+		put(sorted[i] - at - 1);
+		put(j - i);
+		at = sorted[j - 1];
+		i = j;
+	}
+	return text;
+}
+
+/** More handled ids than any poll can leave behind: a state claiming more is damaged. */
+const MAX_HANDLED = 100_000;
+
+/** The ids encodeRuns wrote, or undefined when the text is damaged. */
+export function decodeRuns(base: number, text: string): number[] | undefined {
+	const numbers: number[] = [];
+	let value = 0;
+	let scale = 1;
+	for (const ch of text) {
+		const digit = DIGIT_VALUE.get(ch);
+		if (digit === undefined) return undefined;
+		value += (digit % 32) * scale;
+		if (digit >= 32) {
+			scale *= 32;
+			if (scale > 2 ** 55) return undefined;
+			continue;
+		}
+		numbers.push(value);
+		value = 0;
+		scale = 1;
+	}
+	if (scale !== 1 || numbers.length % 2 !== 0) return undefined;
+	const ids: number[] = [];
+	let at = base;
+	for (let i = 0; i < numbers.length; i += 2) {
+		const first = at + numbers[i] + 1;
+		const count = numbers[i + 1];
+		if (count < 1 || ids.length + count > MAX_HANDLED || !Number.isSafeInteger(first + count - 1)) {
+			return undefined;
+		}
+		for (let id = first; id < first + count; id++) ids.push(id);
+		at = first + count - 1;
+	}
+	return ids;
+}
+
+/** The state of a trigger that has not delivered anything yet and starts after `startId`. */
+export function initialState(queryKey: string, startId: number): CursorState {
+	const start = Math.max(0, Math.floor(startId));
+	return {
+		v: STATE_VERSION,
+		queryKey,
+		start,
+		cursor: start,
+		overlap: DEFAULT_OVERLAP,
+		handled: '',
+		delivered: '',
+		rev: 0,
+	};
+}
+
+export function isSafeId(value: unknown): value is number {
+	return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+	return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * A version 1 dedupe key (`pack@version`, or `#` + base36 hash53 of it when longer than 24
+ * characters) as today's hash: the same hash function of the same text, so nothing is lost.
+ */
+function migrateKey(key: string): string {
+	const hashed = key.startsWith('#') && !key.includes('@');
+	return token(hashed ? parseInt(key.slice(1), 36) : hash53Number(key));
+}
+
+const isTokens = (text: unknown): text is string =>
+	typeof text === 'string' && text.length % TOKEN_LENGTH === 0 && /^[\w-]*$/.test(text);
+
+/**
+ * A state saved by an earlier release (version 1: `seen`, plain keys; version 2: `window` of key
+ * hashes, `delivered` memory) as today's: the same start; the window's ids count as handled and its
+ * keys join the memory (ordered by id), so nothing is delivered again and nothing is skipped.
+ */
+function migrate(raw: Record<string, unknown>): { handled: string; delivered: string } | undefined {
+	const v1 = raw.v === 1;
+	const entries = v1 ? raw.seen : raw.window;
+	const memory = v1 ? '' : raw.delivered;
+	if (!isPlainObject(entries) || !isTokens(memory)) return undefined;
+	const start = raw.start as number;
+	const window: Array<[string, number]> = [];
+	for (const [key, id] of Object.entries(entries)) {
+		if (!isSafeId(id)) return undefined;
+		window.push([v1 ? migrateKey(key) : key, id]);
+	}
+	window.sort((a, b) => a[1] - b[1]);
+	const tokens = memory + window.map(([key]) => key).join('');
+	return {
+		handled: encodeRuns(
+			start,
+			window.map(([, id]) => id),
+		),
+		delivered: tokens.slice(-MEMORY_KEYS * TOKEN_LENGTH),
+	};
+}
+
+/**
+ * Reads the state from static data. Returns undefined when there is none, when it was built for
+ * another query (the start option changed), or when it is damaged, so the caller starts afresh.
+ * States of earlier releases are migrated (see migrate).
+ */
+export function readState(raw: unknown, queryKey: string): CursorState | undefined {
+	if (!isPlainObject(raw) || raw.queryKey !== queryKey) return undefined;
+	const { start, cursor, overlap, rev } = raw;
+	if (!isSafeId(start) || !isSafeId(cursor) || cursor < start) return undefined;
+	if (!isSafeId(overlap) || !isSafeId(rev)) return undefined;
+	let handled: string;
+	let delivered: string;
+	if (raw.v === 1 || raw.v === 2) {
+		const migrated = migrate(raw);
+		if (!migrated) return undefined;
+		({ handled, delivered } = migrated);
+	} else if (raw.v === STATE_VERSION) {
+		if (typeof raw.handled !== 'string' || !decodeRuns(start, raw.handled)) return undefined;
+		if (!isTokens(raw.delivered)) return undefined;
+		handled = raw.handled;
+		delivered = raw.delivered.slice(-MEMORY_KEYS * TOKEN_LENGTH);
+	} else {
+		return undefined;
+	}
+	return {
+		v: STATE_VERSION,
+		queryKey,
+		start,
+		cursor,
+		overlap: Math.min(overlap, MAX_OVERLAP),
+		handled,
+		delivered,
+		rev,
+	};
+}
+
+export function sameState(a: CursorState, b: CursorState): boolean {
+	return (
+		a.start === b.start &&
+		a.cursor === b.cursor &&
+		a.overlap === b.overlap &&
+		a.queryKey === b.queryKey &&
+		a.handled === b.handled &&
+		a.delivered === b.delivered
+	);
+}
