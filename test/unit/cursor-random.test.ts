@@ -121,7 +121,9 @@ describe('randomized runs against the API model (seeded)', () => {
 			expectExactlyOnce(model, 'a', driver);
 			const before = model.requests;
 			poll(model, 'a', driver); // nothing new: the overlap is read again
-			expect(model.requests - before).toBeLessThanOrEqual(Math.ceil((overlap * 3) / 4 / PAGE_LIMIT) + 1);
+			expect(model.requests - before).toBeLessThanOrEqual(
+				Math.ceil((overlap * 3) / 4 / PAGE_LIMIT) + 1,
+			);
 		},
 	);
 

@@ -62,7 +62,9 @@ describe('one poll, plain inputs', () => {
 		expect(again.fresh).toEqual([]);
 		expect(finishPoll(again.run)).toBe(state); // unchanged: same object, no revision bump
 		// Only the account's own ids: nothing in between can still appear.
-		state = finishPoll(readPages(initialState('q', 0), [page(evens(2, 200).map((id) => id / 2))]).run);
+		state = finishPoll(
+			readPages(initialState('q', 0), [page(evens(2, 200).map((id) => id / 2))]).run,
+		);
 		expect(state).toMatchObject({ start: 100, handled: '' });
 	});
 
@@ -133,8 +135,9 @@ describe('one poll, plain inputs', () => {
 	it('uses the overlap the API announces, up to MAX_OVERLAP; above it, refuses the answer', () => {
 		const ids = evens(2, 12_000);
 		const startWith = (overlap: unknown) =>
-			finishPoll(readPages(initialState('q', 0), [page(ids, 12_000, overlap as number)], 10_000).run)
-				.start;
+			finishPoll(
+				readPages(initialState('q', 0), [page(ids, 12_000, overlap as number)], 10_000).run,
+			).start;
 		expect(startWith(10)).toBe(12_000 - 10);
 		expect(startWith(400)).toBe(12_000 - 400);
 		expect(startWith(MAX_OVERLAP)).toBe(12_000 - MAX_OVERLAP);
@@ -327,7 +330,6 @@ describe('the same publication under two ids', () => {
 		},
 	);
 });
-
 
 describe('the memory of delivered publications', () => {
 	it(`documented limit: a copy after more than ${MEMORY_KEYS} later deliveries is delivered again`, () => {

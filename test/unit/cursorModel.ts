@@ -125,7 +125,11 @@ export interface Driver {
 	batches: PublicationRecord[][];
 }
 
-export const newDriver = (state = initialState('q', 0)): Driver => ({ state, emitted: [], batches: [] });
+export const newDriver = (state = initialState('q', 0)): Driver => ({
+	state,
+	emitted: [],
+	batches: [],
+});
 
 /**
  * One poll as the node runs it: page while full, at most `maxPages`, until `emitLimit` fresh records
@@ -204,4 +208,3 @@ export function readPages(state: CursorState, pages: ListPage[], limit = PAGE_LI
 }
 
 export const size = (state: CursorState) => Buffer.byteLength(JSON.stringify(state));
-

@@ -56,7 +56,12 @@ describe('runs of handled ids', () => {
 	});
 
 	it('a run of consecutive ids costs a few characters; an isolated id about two', () => {
-		expect(encodeRuns(0, Array.from({ length: 1000 }, (_, i) => i + 1))).toHaveLength(3);
+		expect(
+			encodeRuns(
+				0,
+				Array.from({ length: 1000 }, (_, i) => i + 1),
+			),
+		).toHaveLength(3);
 		const alternate = Array.from({ length: 500 }, (_, i) => 2 * i + 2);
 		expect(encodeRuns(0, alternate)).toHaveLength(1000);
 	});
@@ -169,7 +174,16 @@ describe('states saved by earlier releases', () => {
 			const saved =
 				version === 1
 					? { v: 1, queryKey: 'q', start: 70, cursor: 120, overlap: 50, seen: window, rev: 3 }
-					: { v: 2, queryKey: 'q', start: 70, cursor: 120, overlap: 50, window, delivered: '', rev: 3 };
+					: {
+							v: 2,
+							queryKey: 'q',
+							start: 70,
+							cursor: 120,
+							overlap: 50,
+							window,
+							delivered: '',
+							rev: 3,
+						};
 			const late = model.allocate('a');
 			for (let i = 0; i < 4; i++) model.commit(model.allocate('a'));
 			const driver = newDriver(readState(JSON.parse(JSON.stringify(saved)), 'q'));

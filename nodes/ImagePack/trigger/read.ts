@@ -1,0 +1,162 @@
+/**
+ * The trigger's requests, each bounded by the poll's deadline: list pages, the newest-publication
+ * search and manifests, with the bounds one poll's delivery must keep.
+ */
+import type { IDataObject, IPollFunctions } from 'n8n-workflow';
+
+import { PAGE_LIMIT, findNewest, type ListPage, type PublicationRecord } from '../shared/cursor';
+import { errorFacts, imagePackError } from '../shared/errors';
+import { type PollTimeItem, shortestPollGapMs } from '../shared/polling';
+import { type Connection, PUBLICATIONS_PATH, getPublication, listPublications } from '../transport';
+/** Detail requests in flight at once when attaching manifests. */
+export const MANIFEST_CONCURRENCY = 4;
+/**
+ * The most JSON one poll delivers (records and manifests, in characters), whatever Max
+ * Publications per Poll says: n8n holds a poll's items in memory and serialises them several times,
+ * so a few large manifests must not make an execution no small n8n can hold. One publication is
+ * delivered however large.
+ */
+export const MAX_POLL_CHARS = 4 * 1024 * 1024;
+
+/** When a poll stops starting requests, and when every request and wait of it ends. */
+export interface PollTimes {
+	stopAt: number;
+	deadline: number;
+}
+
+/** No limit: Fetch Test Event, which n8n runs outside the poll schedule. */
+export const UNBOUNDED: PollTimes = {
+	stopAt: Number.POSITIVE_INFINITY,
+	deadline: Number.POSITIVE_INFINITY,
+};
+
+/**
+ * A poll's times: within n8n's poll budget (durable scheduler: about 36 s) and before the next poll
+ * time can fire (legacy scheduler: a poll time firing during a poll disturbs it, see
+ * shared/polling.ts). It stops starting requests at 80 % of that and cuts what is still running at
+ * 95 %, leaving the rest for the hand-off to n8n.
+ */
+export function pollTimes(ctx: IPollFunctions): PollTimes {
+	const host = ctx as { getPollBudgetMs?: unknown };
+	let budget = Number.POSITIVE_INFINITY;
+	if (typeof host.getPollBudgetMs === 'function') {
+		const value: unknown = (host.getPollBudgetMs as () => unknown).call(ctx);
+		if (typeof value === 'number' && Number.isFinite(value) && value > 0) budget = value;
+	}
+	const pollTimesParameter = ctx.getNodeParameter('pollTimes', {}) as { item?: PollTimeItem[] };
+	const window = Math.min(budget, shortestPollGapMs(pollTimesParameter.item));
+	const now = Date.now();
+	return { stopAt: now + window * 0.8, deadline: now + window * 0.95 };
+}
+
+/** The transport's cut: every request and wait of a poll ends by its deadline. */
+function within(times: PollTimes): { deadline?: number } {
+	return Number.isFinite(times.deadline) ? { deadline: times.deadline } : {};
+}
+
+/**
+ * Whether a failed request was cut short by the poll's time (its timeout, or a Retry-After longer
+ * than the poll has left): the poll then delivers what it completed.
+ */
+export function isCut(error: unknown): boolean {
+	const { code } = errorFacts(error);
+	return code === 'timeout' || code === 'rate_limited';
+}
+
+export async function listPage(
+	ctx: IPollFunctions,
+	connection: Connection,
+	since: number,
+	times: PollTimes,
+	limit = PAGE_LIMIT,
+): Promise<ListPage> {
+	const query = { sinceId: since, limit };
+	const { body } = await listPublications(ctx, connection, query, within(times));
+	if (typeof body !== 'object' || body === null || !Array.isArray(body.items)) {
+		throw imagePackError(
+			ctx.getNode(),
+			{ code: 'server_fault', charge: 'not_charged' },
+			{
+				message: 'The publication list answer has no items array',
+				description: `GET ${PUBLICATIONS_PATH}?since_id=${since}&limit=${limit} answered: ${JSON.stringify(body).slice(0, 200)}`,
+				secret: connection.apiKey,
+			},
+		);
+	}
+	return body;
+}
+
+export async function fetchDetail(
+	ctx: IPollFunctions,
+	connection: Connection,
+	id: number,
+	times: PollTimes,
+): Promise<IDataObject> {
+	return (await getPublication(ctx, connection, id, within(times))).body;
+}
+
+/** The newest publication (O(log max id) requests) and the overlap the answers announced. */
+export async function newestPublication(
+	ctx: IPollFunctions,
+	connection: Connection,
+	times: PollTimes,
+) {
+	let overlap: unknown;
+	const newest = await findNewest(
+		async (since) => {
+			const page = await listPage(ctx, connection, since, times, 1);
+			overlap = page.reread_overlap ?? overlap;
+			return page.items[0] ?? null;
+		},
+		() => Date.now() > times.stopAt,
+		(message) => {
+			throw imagePackError(
+				ctx.getNode(),
+				{ code: 'server_fault', charge: 'not_charged' },
+				{
+					message,
+					description: `While searching the newest publication with GET ${PUBLICATIONS_PATH}?since_id=…&limit=1`,
+				},
+			);
+		},
+	);
+	return { newest, overlap };
+}
+
+/** Characters a delivered item takes as JSON, as far as one poll's bound is concerned. */
+export function itemChars(record: PublicationRecord, detail?: IDataObject): number {
+	return (
+		JSON.stringify(record).length + (detail ? JSON.stringify(detail.manifest ?? null).length : 0)
+	);
+}
+
+/**
+ * Fetches the details of `records` in order, MANIFEST_CONCURRENCY at once, appending them to
+ * `details` while the poll's bound allows (`chars`: what the items so far take). Stops starting new
+ * ones once the poll's time is up (after at least one batch per poll), and keeps only the prefix
+ * within MAX_POLL_CHARS (at least one), so `details` is always a complete prefix. Returns whether
+ * the bound was reached; a failed request throws (the caller decides what a cut request means).
+ */
+export async function fetchManifests(
+	ctx: IPollFunctions,
+	connection: Connection,
+	records: PublicationRecord[],
+	times: PollTimes,
+	details: IDataObject[],
+	chars: { used: number },
+): Promise<boolean> {
+	for (let at = 0; at < records.length; at += MANIFEST_CONCURRENCY) {
+		if (details.length > 0 && Date.now() > times.stopAt) return false;
+		const batch = records.slice(at, at + MANIFEST_CONCURRENCY);
+		const fetched = await Promise.all(
+			batch.map(async (record) => await fetchDetail(ctx, connection, record.id, times)),
+		);
+		for (const [index, detail] of fetched.entries()) {
+			const size = itemChars(batch[index], detail);
+			if (details.length > 0 && chars.used + size > MAX_POLL_CHARS) return true;
+			chars.used += size;
+			details.push(detail);
+		}
+	}
+	return false;
+}

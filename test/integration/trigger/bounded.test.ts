@@ -1,0 +1,150 @@
+/**
+ * What one poll of the Image Pack Trigger may cost, in real n8n poll contexts against the emulator:
+ * at most Max Publications per Poll and MAX_POLL_CHARS of JSON (at least one publication however
+ * large), and no request or Retry-After wait outlasting the poll's deadline. What a cut poll
+ * completed is delivered, the rest follows on the next polls, each publication once.
+ */
+import { MANIFEST_CONCURRENCY, MAX_POLL_CHARS } from '../../../nodes/ImagePack/trigger/read';
+import { emittedIds, expectOrderedBatches, range, useTrigger } from './helpers';
+
+// Retry-After waits up to 60 s are allowed here: only the poll's own time may cut them.
+const { emu, host, listRequests, publish } = useTrigger({
+	backoffMs: 1,
+	maxRetryAfterSeconds: 60,
+});
+
+const detailRequests = async () => await emu.control.requests({ route: 'getPublication' });
+
+/** Lets `okBefore` requests of the route through, then applies `fault` to the next one. */
+async function faultAfter(
+	route: 'listPublications' | 'getPublication',
+	okBefore: number,
+	fault: Parameters<typeof emu.control.injectFault>[0],
+) {
+	if (okBefore > 0)
+		await emu.control.injectFault({
+			route,
+			kind: 'slow',
+			when: 'before',
+			delayMs: 1,
+			count: okBefore,
+		});
+	await emu.control.injectFault(fault);
+}
+
+describe('Max Publications per Poll', () => {
+	it('each poll delivers at most that many, oldest first; the rest follow, each once, manifests read once', async () => {
+		await emu.control.publishBulk({ count: 55 });
+		const late = await publish(undefined, undefined, false);
+		await emu.control.publishBulk({ count: 5 });
+		const poller = host({ startFrom: 'beginning', maxPerPoll: 25 });
+		await poller.activate();
+		await emu.control.commitPublication(late.id);
+		while ((await poller.tick()).kind === 'emitted');
+		expect(poller.executions.map((items) => items.length)).toEqual([25, 25, 11]);
+		expect([...emittedIds(poller.executions)].sort((a, b) => a - b)).toEqual(range(1, 61));
+		expectOrderedBatches(poller.executions);
+		expect(poller.executions.flat().every((item) => item.json.manifest)).toBe(true);
+		expect(await detailRequests()).toHaveLength(61);
+		expect(await listRequests()).toBeLessThanOrEqual(3 + 2);
+	});
+
+	it('without manifests too, and a value outside 1–1,000 is held to those bounds', async () => {
+		await emu.control.publishBulk({ count: 30 });
+		const poller = host({ startFrom: 'beginning', includeManifest: false, maxPerPoll: 0 });
+		await poller.activate();
+		await poller.tick();
+		expect(poller.executions.map((items) => items.length)).toEqual([1, 1]);
+		await poller.update({ startFrom: 'beginning', includeManifest: false, maxPerPoll: 7 });
+		while ((await poller.tick()).kind === 'emitted');
+		expect(poller.executions.map((items) => items.length)).toEqual([1, 1, 7, 7, 7, 7]);
+		expect(emittedIds(poller.executions)).toEqual(range(1, 30));
+	});
+});
+
+describe('the size of a poll', () => {
+	it(`at most ${MAX_POLL_CHARS} characters of JSON per poll, and a larger publication alone`, async () => {
+		// About 1.5 M characters each: two fit in a poll.
+		await emu.control.publishBulk({ count: 5, images: 12, noteChars: 1_500_000 });
+		// More than the bound on its own: delivered alone, never stuck.
+		await emu.control.publishBulk({ count: 1, images: 12, noteChars: MAX_POLL_CHARS + 1000 });
+		await emu.control.publishBulk({ count: 3, images: 12 });
+		const poller = host({ startFrom: 'beginning' });
+		await poller.activate();
+		while ((await poller.tick()).kind === 'emitted');
+		expect(poller.executions.map((items) => items.length)).toEqual([2, 2, 1, 1, 3]);
+		expect(emittedIds(poller.executions)).toEqual(range(1, 9));
+		for (const items of poller.executions) {
+			const chars = items.reduce((sum, item) => sum + JSON.stringify(item.json).length, 0);
+			expect(items.length === 1 || chars <= MAX_POLL_CHARS).toBe(true);
+		}
+	});
+});
+
+describe('every wait of a poll ends by its deadline', () => {
+	// n8n's poll budget: the poll stops starting requests at 80 % and cuts what runs at 95 %.
+	const BUDGET = 1500;
+
+	it('a manifest request that hangs is cut at the deadline; what was complete is delivered, the rest next poll', async () => {
+		await emu.control.publishBulk({ count: 40 });
+		await faultAfter('getPublication', 8, {
+			route: 'getPublication',
+			kind: 'slow',
+			when: 'before',
+			delayMs: 20_000,
+		});
+		const poller = host({ startFrom: 'beginning', maxPerPoll: 1000 }, { budget: BUDGET });
+		const started = Date.now();
+		await poller.activate();
+		expect(Date.now() - started).toBeLessThan(BUDGET + 500);
+		expect(emittedIds(poller.executions)).toEqual(range(1, 8));
+		await poller.tick();
+		expect(emittedIds(poller.executions)).toEqual(range(1, 40));
+		// Only the cut request's batch is read again.
+		const details = (await detailRequests()).map((request) => request.path.split('/').pop());
+		expect(details.filter((id) => id === '9')).toHaveLength(2);
+		expect(details.length).toBeLessThanOrEqual(40 + MANIFEST_CONCURRENCY);
+	});
+
+	it('a Retry-After longer than the poll has left is not waited for; what was complete is delivered', async () => {
+		await emu.control.publishBulk({ count: 20 });
+		await faultAfter('getPublication', 8, {
+			route: 'getPublication',
+			kind: 'status',
+			status: 429,
+			code: 'rate_limited',
+			retryAfter: 5,
+		});
+		const poller = host({ startFrom: 'beginning', maxPerPoll: 1000 }, { budget: BUDGET });
+		const started = Date.now();
+		await poller.activate();
+		expect(Date.now() - started).toBeLessThan(BUDGET + 500);
+		expect(emittedIds(poller.executions)).toEqual(range(1, 8));
+		await poller.tick();
+		expect(emittedIds(poller.executions)).toEqual(range(1, 20));
+	});
+
+	it('a list request that hangs with nothing complete: the poll fails by its deadline, stores nothing, the next one goes on', async () => {
+		await emu.control.publishBulk({ count: 10 });
+		const poller = host({ startFrom: 'beginning' }, { budget: BUDGET });
+		await poller.activate();
+		await publish();
+		const stored = poller.stored;
+		await faultAfter('listPublications', 0, {
+			route: 'listPublications',
+			kind: 'slow',
+			when: 'before',
+			delayMs: 20_000,
+		});
+		const started = Date.now();
+		const outcome = await poller.tick();
+		expect(Date.now() - started).toBeLessThan(BUDGET + 500);
+		expect(outcome.kind).toBe('error');
+		expect((outcome as { error: Error }).error.message).toMatch(
+			/did not answer within 1\.\d seconds/,
+		);
+		expect(poller.stored).toBe(stored);
+		await poller.tick();
+		expect(emittedIds(poller.executions)).toEqual(range(1, 11));
+	});
+});

@@ -1,0 +1,150 @@
+/**
+ * The Image Pack Trigger in real n8n poll contexts (n8n-core 2.41 PollContext, n8n-workflow
+ * Workflow and ObservableObject static data) against the API emulator, with static data carried
+ * and persisted the way n8n 2.41 does it (test/harness/polling.ts): two polls of one trigger at once, under both of n8n's schedulers.
+ */
+import type { INodeExecutionData } from 'n8n-workflow';
+import { sleep } from 'n8n-workflow';
+
+import type { DurablePollerHost } from '../../harness/polling';
+import { emittedIds, useTrigger } from './helpers';
+
+const { emu, host, durableHost, listRequests, publish } = useTrigger();
+
+describe('two polls of one trigger at once (the poll guard)', () => {
+	const durable = (budget = 1500) =>
+		durableHost({ startFrom: 'beginning', includeManifest: true }, { budget });
+	const all = (count: number) => Array.from({ length: count }, (_, i) => i + 1);
+	const expectOnce = (executions: INodeExecutionData[][], count: number) => {
+		const got = emittedIds(executions);
+		expect(got).toHaveLength(new Set(got).size);
+		expect([...got].sort((a, b) => a - b)).toEqual(all(count));
+	};
+	/** Timed polls until `count` publications are delivered (or a bound on polls is reached). */
+	async function drain(poller: DurablePollerHost, count: number) {
+		for (let polls = 0; polls < 200 && emittedIds(poller.executions).length < count; polls++) {
+			await poller.tick();
+			await poller.settle();
+		}
+	}
+
+	it('durable: two polls with their own state copies at once, one delivers, the other waits and skips', async () => {
+		await emu.control.publishBulk({ count: 120 });
+		await emu.control.setLatency('getPublication', 15);
+		const poller = durable();
+		const outcomes = await Promise.all([poller.tick(), poller.tick()]);
+		await poller.settle();
+		expect(outcomes.map((outcome) => outcome.kind).sort()).toEqual(['emitted', 'null']);
+		await drain(poller, 120);
+		await emu.control.setLatency('getPublication', 0);
+		expectOnce(poller.executions, 120);
+		expect(poller.executions.length).toBeGreaterThan(1); // Max Publications per Poll (100) cut it
+	});
+
+	it('durable: a poll handed a cursor older than this process delivered skips until n8n commits it', async () => {
+		await emu.control.publishBulk({ count: 40 });
+		const poller = durable(60_000);
+		let land = () => {};
+		poller.commitDelay = async () => await new Promise<void>((resolve) => (land = resolve));
+		expect((await poller.tick()).kind).toBe('emitted'); // its commit has not landed yet
+		await emu.control.publishBulk({ count: 5 });
+		const before = await listRequests();
+		expect((await poller.tick()).kind).toBe('null'); // same old cursor: would re-deliver 40
+		expect(await listRequests()).toBe(before); // skipped before any request
+		land();
+		poller.commitDelay = async () => {};
+		await poller.settle();
+		await drain(poller, 45);
+		expectOnce(poller.executions, 45);
+	});
+
+	it('durable: after a restart, the retried poll and the next scheduled one (same cursor) deliver once', async () => {
+		await emu.control.publishBulk({ count: 150 });
+		await emu.control.setLatency('getPublication', 15);
+		const poller = durable();
+		const interrupted = poller.tick(); // the process dies while this poll runs
+		await sleep(0);
+		poller.restart();
+		const [retried, scheduled] = await Promise.all([poller.tick(), poller.tick()]);
+		expect([retried.kind, scheduled.kind].sort()).toEqual(['emitted', 'null']);
+		expect((await interrupted).kind).toBe('null'); // its process is gone: never committed
+		await poller.settle();
+		await drain(poller, 150);
+		await emu.control.setLatency('getPublication', 0);
+		expectOnce(poller.executions, 150);
+	});
+
+	it('durable: a re-published (pack_id, version) and a late commit among overlapping polls, each once', async () => {
+		await emu.control.publishBulk({ count: 60 });
+		const first = await publish(undefined, 'pk_repub');
+		const late = await publish(undefined, undefined, false);
+		await emu.control.publishBulk({ count: 30 });
+		await emu.control.setLatency('getPublication', 10);
+		const poller = durable();
+		await Promise.all([poller.tick(), poller.tick(), poller.tick()]);
+		await poller.settle();
+		await emu.control.repeatPublication(first.id); // same key, new id
+		await emu.control.commitPublication(late.id);
+		await Promise.all([poller.tick(), poller.tick()]);
+		await poller.settle();
+		await drain(poller, 92);
+		for (let i = 0; i < 3; i++) await Promise.all([poller.tick(), poller.tick()]);
+		await poller.settle();
+		await emu.control.setLatency('getPublication', 0);
+		const got = poller.executions
+			.flat()
+			.map((item) => `${item.json.pack_id as string}@${item.json.version as number}`);
+		expect(got).toHaveLength(new Set(got).size); // (pack_id, version) delivered once
+		expect(got.filter((key) => key.startsWith('pk_repub'))).toEqual(['pk_repub@1']);
+		expect(got).toHaveLength(92); // 91 + the late one; the re-publication is not delivered again
+		expect(emittedIds(poller.executions)).toContain(late.id);
+	});
+
+	it('legacy: polls fired during a running poll end after it, so they never take its expression engine', async () => {
+		const poller = host({ startFrom: 'beginning', includeManifest: true });
+		await poller.activate(); // an empty account: nothing yet
+		await emu.control.publishBulk({ count: 80 });
+		await emu.control.setLatency('getPublication', 10);
+		const ended: string[] = [];
+		const first = poller.tick().then((outcome) => ended.push(`first:${outcome.kind}`));
+		await sleep(0);
+		const second = poller.tick().then((outcome) => ended.push(`second:${outcome.kind}`));
+		await Promise.all([first, second]);
+		await emu.control.setLatency('getPublication', 0);
+		expect(ended).toEqual(['first:emitted', 'second:null']);
+		expect(emittedIds(poller.executions)).toEqual(all(80));
+	});
+
+	it('legacy: a poll whose expression engine n8n took away delivers what it completed, then reports it as such', async () => {
+		const poller = host({ startFrom: 'beginning', includeManifest: true });
+		await poller.activate();
+		await emu.control.publishBulk({ count: 60 });
+		let details = 0;
+		await emu.control.setLatency('getPublication', 5);
+		const watching = (async () => {
+			while (details < 20)
+				details = (await emu.control.requests({ route: 'getPublication' })).length;
+			poller.releaseExpressionEngine();
+		})();
+		const outcome = await poller.tick();
+		await watching;
+		await emu.control.setLatency('getPublication', 0);
+		expect(outcome.kind).toBe('emitted');
+		const delivered = emittedIds(poller.executions);
+		expect(delivered.length).toBeGreaterThanOrEqual(16);
+		expect(delivered.length).toBeLessThan(60);
+		expect(delivered).toEqual(all(delivered.length)); // a complete prefix, in order
+
+		// Torn down before anything was complete: a clear error, not "the connection … failed".
+		poller.releaseExpressionEngine();
+		const failed = await poller.tick();
+		expect(failed.kind).toBe('error');
+		const error = (failed as { error: Error }).error;
+		expect(error.message).toMatch(/n8n ended this poll before it finished/);
+		expect(error.name).toBe('NodeOperationError'); // not the transport's NodeApiError
+		expect(error.message).not.toMatch(/connection to the Image Pack API failed/);
+		await poller.restart();
+		await poller.tick();
+		expect(emittedIds(poller.executions).sort((a, b) => a - b)).toEqual(all(60));
+	});
+});
