@@ -19,7 +19,8 @@ export const description: INodeProperties[] = [
 		type: 'number',
 		typeOptions: { minValue: 0 },
 		default: 0,
-		description: 'Return only records with an ID greater than this (0 = from the first record)',
+		description:
+			'Return only publications with an ID greater than this (0 = from the first one). Reading in parts? Start each part 50 below the last ID of the previous one (the API’s reread_overlap: a publication can become visible late, under a lower ID) and skip publications you already have (same pack ID and version), or use the Image Pack Trigger, which does both.',
 		displayOptions: { show },
 	},
 	{
@@ -81,9 +82,26 @@ function serverFault(ctx: IExecuteFunctions, itemIndex: number, what: string) {
 }
 
 /**
+ * One item per publication: the API lists one publication under more than one id at times and says
+ * to deduplicate by `(pack_id, version)` (its `dedupe_by`). The first listing (lowest id) is kept.
+ */
+function onePerPublication(records: IDataObject[]): IDataObject[] {
+	const seen = new Set<string>();
+	return records.filter((record) => {
+		const { pack_id: packId, version } = record;
+		if (typeof packId !== 'string' || typeof version !== 'number') return true; // no key to go by
+		const key = JSON.stringify([packId, version]);
+		if (seen.has(key)) return false;
+		seen.add(key);
+		return true;
+	});
+}
+
+/**
  * Reads records after `sinceId`: one page of `limit`, or with Return All every page, bounded by
  * `MAX_RETURN_ALL_RECORDS`. Records come out by ascending id, each id once, whatever order the
- * server used; a server that does not advance (ignores since_id, repeats a cursor) is an error.
+ * server used, and each publication once (onePerPublication); a server that does not advance
+ * (ignores since_id, repeats a cursor) is an error.
  */
 async function listRecords(
 	ctx: IExecuteFunctions,
@@ -95,6 +113,7 @@ async function listRecords(
 	const byId = new Map<number, IDataObject>(); // records as the server sent them
 	let cursor = sinceId;
 	let pages = 0;
+	let overlap = 50; // the documented reread_overlap, until an answer says otherwise
 	// Within one call the pages follow next_since_id directly: re-reading the overlap only matters
 	// across calls, and the trigger does that.
 	for (;;) {
@@ -120,6 +139,8 @@ async function listRecords(
 			if (!byId.has(id)) byId.set(id, record as IDataObject);
 			highest = Math.max(highest, id);
 		}
+		const announced = Number(body.reread_overlap);
+		if (Number.isSafeInteger(announced) && announced >= 0) overlap = announced;
 		if (limit !== undefined || items.length === 0) break;
 		const next = Number(body.next_since_id);
 		if (!Number.isSafeInteger(next) || next <= cursor) break;
@@ -129,14 +150,16 @@ async function listRecords(
 				{ code: 'too_many_results', charge: 'not_charged', itemIndex },
 				{
 					message: `Return All stops at ${MAX_RETURN_ALL_RECORDS} publications or ${MAX_RETURN_ALL_PAGES} pages, and there are more`,
-					description: `Read in parts: turn off Return All and set Since ID to the last id of the previous part (${highest} after this part), or use the Image Pack Trigger.`,
+					description: `Read in parts: turn off Return All, set Since ID to the last id of the previous part minus the API's reread_overlap (${Math.max(0, highest - overlap)} after this part) and skip publications you already have (same pack_id and version); or use the Image Pack Trigger.`,
 					namesItem: true,
 				},
 			);
 		}
 		cursor = next;
 	}
-	return [...byId.entries()].sort(([a], [b]) => a - b).map(([, record]) => record);
+	return onePerPublication(
+		[...byId.entries()].sort(([a], [b]) => a - b).map(([, record]) => record),
+	);
 }
 
 export async function execute(
