@@ -17,12 +17,12 @@ import { createUserFolder, importCredential, importWorkflow, packPackage, publis
 import { figure } from './figures.ts';
 
 const IMAGEPACK = 'n8n-nodes-imagepack.imagePack';
-const IMAGEPACK_TRIGGER = 'n8n-nodes-imagepack.imagePackTrigger';
-const CREDENTIAL = { id: 'benchImagePack', name: 'Image Pack (bench)' };
-const HEADER_AUTH = { id: 'benchHeaderAuth', name: 'Image Pack key as header (bench)' };
+export const IMAGEPACK_TRIGGER = 'n8n-nodes-imagepack.imagePackTrigger';
+export const CREDENTIAL = { id: 'benchImagePack', name: 'Image Pack (bench)' };
+export const HEADER_AUTH = { id: 'benchHeaderAuth', name: 'Image Pack key as header (bench)' };
 
 /** A plain HTTP call without client timeouts (a batch of 500 at concurrency 1 takes minutes); one connection each. */
-function call(url, { method = 'GET', body } = {}) {
+export function call(url, { method = 'GET', body } = {}) {
 	return new Promise((resolve, reject) => {
 		const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
 		const req = http.request(
@@ -41,11 +41,11 @@ function call(url, { method = 'GET', body } = {}) {
 }
 
 /** The realistic host's counters (servers.mjs); `reset` zeroes them after reading. */
-async function hostStats(baseUrl, reset = false) {
+export async function hostStats(baseUrl, reset = false) {
 	return JSON.parse((await call(`${baseUrl}/_bench/stats${reset ? '?reset' : ''}`)).text);
 }
 
-function procStatus(pid) {
+export function procStatus(pid) {
 	try {
 		const text = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
 		const kib = (key) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN) * 1024;
@@ -93,7 +93,7 @@ async function heapUsed(n8nUrl) {
 }
 
 /** Waits (at most `limitMs`) until a process's RSS has stayed within 2 % for three samples 2 s apart. */
-async function settleRss(pid, limitMs = 30_000) {
+export async function settleRss(pid, limitMs = 30_000) {
 	const started = Date.now();
 	const samples = [procStatus(pid).rss];
 	while (Date.now() - started < limitMs) {
@@ -105,7 +105,7 @@ async function settleRss(pid, limitMs = 30_000) {
 	return samples.at(-1);
 }
 
-async function waitFor(what, check, timeoutMs = 120_000) {
+export async function waitFor(what, check, timeoutMs = 120_000) {
 	const started = Date.now();
 	while (!(await check())) {
 		if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
@@ -161,7 +161,7 @@ async function bareFetchMs(baseUrl, apiKey, dir, parallel = 1, samples = 5) {
 	return { ms: times[Math.floor(times.length / 2)], cpuMsPerFile: (used.user + used.system) / 1000 / (samples * parallel) };
 }
 
-const node = (name, type, typeVersion, parameters, extra = {}) => ({
+export const node = (name, type, typeVersion, parameters, extra = {}) => ({
 	id: `${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`,
 	name,
 	type,
@@ -171,7 +171,7 @@ const node = (name, type, typeVersion, parameters, extra = {}) => ({
 	...extra,
 });
 
-function workflowOf(id, name, nodes) {
+export function workflowOf(id, name, nodes) {
 	const positioned = nodes.map((n, index) => ({ ...n, position: [index * 240, 0] }));
 	const connections = {};
 	for (let i = 0; i < positioned.length - 1; i++) connections[positioned[i].name] = { main: [[{ node: positioned[i + 1].name, type: 'main', index: 0 }]] };
@@ -259,7 +259,7 @@ function httpRequestBatch(id, c, baseUrl, latencyMs, fetchIntervalMs) {
 }
 
 /** `--n8n-cpu-prof=<dir>`: n8n (and its task runner) write V8 CPU profiles there when they exit; read them with cpu-profile.mjs. */
-function profiling(cpuProfDir) {
+export function profiling(cpuProfDir) {
 	if (!cpuProfDir) return {};
 	fs.mkdirSync(cpuProfDir, { recursive: true });
 	return { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${path.resolve(cpuProfDir)}` };
@@ -483,8 +483,24 @@ function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareC
  * Everything `--n8n` measures. Options: quick (N = 20, 100), sizes / latencyMs overrides
  * (`--n8n-sizes=20,100`, `--n8n-latency=500`).
  */
-export async function benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts = ['batch', 'trigger'], cpuProfDir }) {
+export async function benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts = ['batch', 'trigger', 'drain'], cpuProfDir, drain = {} }) {
 	const figures = [];
+	if (parts.includes('drain')) {
+		const { benchN8nDrain } = await import('./drain.bench.mjs');
+		figures.push(
+			...(await benchN8nDrain(env, {
+				endpoints,
+				storage,
+				backlogs: drain.backlogs ?? (quick ? [1_000, 10_000] : [1_000, 10_000, 100_000]),
+				caps: drain.caps ?? [100, 1_000],
+				images: drain.images ?? [12, 40],
+				heapMiB: drain.heapMiB ?? 320,
+				userBacklogs: drain.userBacklogs ?? (quick ? [1_000] : [1_000, 10_000]),
+				timeoutMs: triggerTimeoutMs ?? 40 * 60_000,
+				cpuProfDir,
+			})),
+		);
+	}
 	if (parts.includes('trigger')) {
 		figures.push(
 			...(await benchN8nTrigger(env, { endpoints, storage, backlog: backlog ?? (quick ? 2_000 : 10_000), timeoutMs: triggerTimeoutMs ?? 30 * 60_000, cpuProfDir })),
@@ -505,7 +521,7 @@ export async function benchN8n(env, { endpoints, storage, quick, imageBytes, siz
 }
 
 /** CPU time (user + system) of a process and its descendants (n8n's task runner), in ms. */
-function treeCpuMs(rootPid) {
+export function treeCpuMs(rootPid) {
 	const stats = [];
 	for (const entry of fs.readdirSync('/proc')) {
 		if (!/^\d+$/.test(entry)) continue;
@@ -524,20 +540,24 @@ function treeCpuMs(rootPid) {
 }
 
 const TRIGGER_PAGE = 200;
-const POLL_SECONDS = [0, 15, 30, 45];
-const POLL_INTERVAL_S = 15;
+/** The user's Schedule Trigger runs every 15 s. */
+export const USER_INTERVAL_S = 15;
 
-/** The package's trigger: every 15 s (n8n's shortest poll is a minute, several seconds per minute are allowed). */
-function imagePackTriggerWorkflow(id) {
-	return workflowOf(id, 'bench: Image Pack Trigger (beginning, manifests)', [
-		node(
-			'Image Pack Trigger',
-			IMAGEPACK_TRIGGER,
-			1,
-			{ pollTimes: { item: POLL_SECONDS.map((s) => ({ mode: 'custom', cronExpression: `${s} * * * * *` })) }, includeManifest: true, startFrom: 'beginning' },
-			{ credentials: { imagePackApi: CREDENTIAL } },
-		),
-		node('Received', 'n8n-nodes-base.noOp', 1, {}),
+/** Poll Times firing every `gapSeconds` s (n8n refuses one cron more often than a minute, but takes several fixed seconds). */
+export function everySeconds(gapSeconds) {
+	const times = Array.from({ length: Math.ceil(60 / gapSeconds) }, (_, i) => i * gapSeconds);
+	return { item: times.map((second) => ({ mode: 'custom', cronExpression: `${second} * * * * *` })) };
+}
+
+/**
+ * The package's trigger alone (Start From: Beginning, Include Manifest): polls every `pollSeconds`
+ * (every second: the most n8n accepts), `maxPerPoll` per poll (the node's default when undefined).
+ */
+export function imagePackTriggerWorkflow(id, { pollSeconds = 1, maxPerPoll } = {}) {
+	const parameters = { pollTimes: everySeconds(pollSeconds), includeManifest: true, startFrom: 'beginning' };
+	if (maxPerPoll !== undefined) parameters.maxPerPoll = maxPerPoll;
+	return workflowOf(id, `bench: Image Pack Trigger (beginning, manifests, ${maxPerPoll ?? 'default'} per poll, every ${pollSeconds} s)`, [
+		node('Image Pack Trigger', IMAGEPACK_TRIGGER, 1, parameters, { credentials: { imagePackApi: CREDENTIAL } }),
 	]);
 }
 
@@ -548,7 +568,7 @@ function imagePackTriggerWorkflow(id) {
  * before (pack_id:version, kept in the workflow's static data) and moves the cursor, HTTP Request reads
  * each new record's detail (manifest), 4 per batch.
  */
-function userPollWorkflow(id, baseUrl) {
+export function userPollWorkflow(id, baseUrl) {
 	const auth = { authentication: 'genericCredentialType', genericAuthType: 'httpHeaderAuth' };
 	const credentials = { httpHeaderAuth: HEADER_AUTH };
 	const cursorCode = [
@@ -577,7 +597,7 @@ function userPollWorkflow(id, baseUrl) {
 		'return fresh;',
 	].join('\n');
 	return workflowOf(id, 'bench: Schedule + HTTP Request + Code (poll and dedupe)', [
-		node('Every 15 seconds', 'n8n-nodes-base.scheduleTrigger', 1.2, { rule: { interval: [{ field: 'seconds', secondsInterval: 15 }] } }),
+		node('Every 15 seconds', 'n8n-nodes-base.scheduleTrigger', 1.2, { rule: { interval: [{ field: 'seconds', secondsInterval: USER_INTERVAL_S }] } }),
 		node('Cursor', 'n8n-nodes-base.code', 2, { jsCode: cursorCode }),
 		node(
 			'List publications',
@@ -665,8 +685,8 @@ export async function benchN8nTrigger(env, { endpoints, storage, backlog, timeou
 	const log = env.log;
 	const baseUrl = endpoints.realisticBaseUrl;
 	const approaches = [
-		{ key: 'trigger', label: 'Image Pack Trigger', workflow: imagePackTriggerWorkflow('benchImagePackTrigger') },
-		{ key: 'user', label: 'Schedule + HTTP Request + Code', workflow: userPollWorkflow('benchUserPoll', baseUrl) },
+		{ key: 'trigger', label: 'Image Pack Trigger', workflow: imagePackTriggerWorkflow('benchImagePackTrigger'), intervalS: 1 },
+		{ key: 'user', label: 'Schedule + HTTP Request + Code', workflow: userPollWorkflow('benchUserPoll', baseUrl), intervalS: USER_INTERVAL_S },
 	];
 	const tarball = await packPackage();
 	const results = [];
@@ -738,7 +758,7 @@ export async function benchN8nTrigger(env, { endpoints, storage, backlog, timeou
 			const firstAt = listLog.reduce((min, r) => Math.min(min, r.at), Infinity);
 			const catchUpEnd = detailLog.reduce((max, r) => Math.max(max, r.at), firstAt);
 			const catchUpLists = listLog.filter((r) => r.at <= catchUpEnd).length;
-			const catchUpPolls = Math.floor((catchUpEnd - firstAt) / (POLL_INTERVAL_S * 1000)) + 1;
+			const catchUpPolls = Math.floor((catchUpEnd - firstAt) / (approach.intervalS * 1000)) + 1;
 			await n8n.stop();
 			const executions = await readEmitted(user.dir, approach.workflow.id, approach.key === 'trigger' ? 'Image Pack Trigger' : 'Get publication');
 			const staticData = await querySqlite(user.dir, 'SELECT staticData FROM workflow_entity WHERE id = ?', [approach.workflow.id]);
@@ -798,7 +818,7 @@ async function readEmitted(userFolder, workflowId, nodeName) {
 }
 
 function triggerFigures(results, { backlog, bareMs }) {
-	const group = `N8N-2. Trigger in a running n8n: a backlog of ${backlog.toLocaleString('en-US')} publications with manifests + 1 late commit + 1 repeated (pack_id, version), polled every 15 s`;
+	const group = `N8N-2. Trigger in a running n8n: a backlog of ${backlog.toLocaleString('en-US')} publications with manifests + 1 late commit + 1 repeated (pack_id, version); the trigger polls every second (its default Max Publications per Poll), the user's schedule runs every ${USER_INTERVAL_S} s`;
 	const note =
 		'Trigger in n8n: wall = first API request to the end of the last execution that emitted records; ideal = a bare keep-alive client reading the same pages in sequence and details 4 at a time. ' +
 		'Misses count publications never emitted (the late commit included); duplicates count records emitted more than once, the repeated key included. CPU = n8n and its task runner.';

@@ -1,6 +1,7 @@
 // `npm run bench [-- --quick] [-- --markdown] [-- --json] [-- --only=generate,trigger,download,overhead,queue] [-- --queue]`
-// `npm run bench -- --n8n [--quick] [--n8n-sizes=20,100] [--n8n-concurrency=1,8] [--n8n-cpu-prof=<dir>] [--n8n-latency=500] [--n8n-backlog=10000] [--n8n-trigger-minutes=30] [--n8n-parts=batch,trigger]`:
-// only the figures in a real n8n (n8n.bench.mjs).
+// `npm run bench -- --n8n [--quick] [--n8n-sizes=20,100] [--n8n-concurrency=1,8] [--n8n-cpu-prof=<dir>] [--n8n-latency=500] [--n8n-backlog=10000] [--n8n-trigger-minutes=30] [--n8n-parts=batch,trigger,drain]
+//   [--n8n-drain-backlogs=1000,10000,100000] [--n8n-drain-caps=100,1000] [--n8n-drain-images=12,40] [--n8n-drain-heap=320] [--n8n-drain-user=1000,10000]`:
+// only the figures in a real n8n (n8n.bench.mjs, drain.bench.mjs).
 // (gulp bench → node --import tsx test/bench/run.mjs). The launcher owns what the linted TypeScript
 // may not touch: the clock, process memory, child processes, argv and printing. Progress goes to
 // stderr, the table (or Markdown / JSON) to stdout. Nothing is written to the work tree.
@@ -121,7 +122,15 @@ try {
 		const backlog = option('n8n-backlog') === undefined ? undefined : Number(option('n8n-backlog'));
 		const parts = option('n8n-parts')?.split(',');
 		const triggerTimeoutMs = option('n8n-trigger-minutes') === undefined ? undefined : Number(option('n8n-trigger-minutes')) * 60_000;
-		figures.push(...(await benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts, cpuProfDir })));
+		const numbers = (name) => (option(name) === undefined ? undefined : option(name).split(',').filter(Boolean).map(Number));
+		const drain = {
+			backlogs: numbers('n8n-drain-backlogs'),
+			caps: numbers('n8n-drain-caps'),
+			images: numbers('n8n-drain-images'),
+			heapMiB: numbers('n8n-drain-heap')?.[0] ?? undefined,
+			userBacklogs: numbers('n8n-drain-user'),
+		};
+		figures.push(...(await benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts, cpuProfDir, drain })));
 	}
 } finally {
 	servers.kill('SIGTERM');
