@@ -2,8 +2,9 @@
  * The trigger under both of n8n 2.41.1's poll schedulers, in a running n8n (SQLite, one main): a
  * backlog with manifests behind a realistic API latency, Start From = Beginning, poll times four times
  * a minute (0, 15, 30, 45 s: closer together than a poll can last), n8n restarted in the middle of the
- * drain, a manifest request that hangs 20 s (so that poll outlives the next poll time), a late commit
- * and a re-published (pack_id, version) among the records.
+ * drain, a manifest request that hangs 20 s (longer than the 15 s to the next poll time: the poll cuts
+ * it at its deadline and delivers what it completed), a late commit and a re-published (pack_id,
+ * version) among the records. Max Publications per Poll keeps its default (100).
  *
  *   legacy  — n8n's default: one long-lived workflow, every poll time fires a poll.
  *   durable — N8N_SCHEDULER_ENABLED, N8N_SCHEDULER_POLL_TRIGGERS_ENABLED,
@@ -129,8 +130,8 @@ for (const scheduler of SCHEDULERS) {
 			await n8n.stop();
 			n8n = null;
 			await start();
-			// Once polls deliver again, one manifest request hangs 20 s: that poll outlives the 15 s to
-			// the next poll time, which fires while it runs.
+			// Once polls deliver again, one manifest request hangs 20 s, longer than the 15 s to the next
+			// poll time: the poll cuts it at its deadline (95 % of 15 s) and delivers what it completed.
 			await progress(before.items.length + 1, drainBoundMs, 'a delivery after the restart');
 			await control.injectFault({ route: 'getPublication', kind: 'slow', when: 'before', delayMs: 20_000, count: 1 });
 			await progress(BACKLOG - 1, drainBoundMs, `all ${BACKLOG - 1} committed publications delivered`);
