@@ -81,6 +81,7 @@ const schemas = {
 		delayMs: z.number().min(0).optional(),
 		when: z.enum(['before', 'after']).optional(),
 		withRequestId: z.boolean().optional(),
+		promptIncludes: z.string().optional(),
 	}),
 	behaviour: z.object({
 		deliver: z.number().int().min(0).optional(),
@@ -92,6 +93,7 @@ const schemas = {
 		durationMs: z.number().min(0).optional(),
 		count: z.number().int().min(1).optional(),
 		persist: z.boolean().optional(),
+		promptIncludes: z.string().optional(),
 	}),
 	rateLimit: z.object({ perKeyPerMinute: z.number().int().min(1).nullable() }),
 	clock: z.object({ epochMs: z.number() }),
