@@ -193,7 +193,8 @@ async function handle(
 	work: (ctx: Ctx) => Promise<Out>,
 ) {
 	const ctx = contexts.get(req)!;
-	const fault = ctx.state.takeFault(route, promptOf(req.body));
+	ctx.entry.prompt = promptOf(req.body) ?? null;
+	const fault = ctx.state.takeFault(route, ctx.entry.prompt ?? undefined);
 	if (fault) ctx.entry.fault = `${fault.kind}:${fault.when}`;
 	if (fault?.when === 'before') {
 		if (fault.kind === 'reset') return resetConnection(ctx, reply);

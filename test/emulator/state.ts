@@ -190,6 +190,8 @@ export interface RequestLogEntry {
 	accountId: string | null;
 	requestId: string;
 	fault: string | null;
+	/** The `prompt` of a JSON body (generate), so a test can count the requests of each item. */
+	prompt: string | null;
 	at: number;
 }
 
@@ -545,13 +547,14 @@ export class EmulatorState {
 		return behaviour;
 	}
 
-	logRequest(entry: Omit<RequestLogEntry, 'seq' | 'at' | 'status' | 'accountId' | 'fault'>): RequestLogEntry {
+	logRequest(entry: Omit<RequestLogEntry, 'seq' | 'at' | 'status' | 'accountId' | 'fault' | 'prompt'>): RequestLogEntry {
 		const full: RequestLogEntry = {
 			seq: ++this.requestSeq,
 			...entry,
 			status: null,
 			accountId: null,
 			fault: null,
+			prompt: null,
 			at: this.now(),
 		};
 		this.requestLog.push(full);
