@@ -133,7 +133,7 @@ class TestCredentialsHelper extends ICredentialsHelper {
 	}
 }
 
-class TestNodeTypes implements INodeTypes {
+export class TestNodeTypes implements INodeTypes {
 	constructor(private readonly types: Record<string, INodeType>) {}
 
 	getByName(type: string): INodeType {
@@ -153,7 +153,7 @@ class TestNodeTypes implements INodeTypes {
 	}
 }
 
-function additionalData(credentials?: HarnessCredentials): IWorkflowExecuteAdditionalData {
+export function additionalData(credentials?: HarnessCredentials): IWorkflowExecuteAdditionalData {
 	const helper = new TestCredentialsHelper(
 		credentials ? { imagePackApi: { ...credentials } } : {},
 		{ imagePackApi: new ImagePackApi() },
@@ -173,7 +173,7 @@ function additionalData(credentials?: HarnessCredentials): IWorkflowExecuteAddit
 	} as unknown as IWorkflowExecuteAdditionalData;
 }
 
-function makeNode(
+export function makeNode(
 	nodeType: INodeType,
 	parameters: INodeParameters,
 	options: {
