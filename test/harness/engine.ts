@@ -5,8 +5,14 @@
  * `retry`, the failed node's errored run dropped, everything else (context data included) copied.
  */
 import { Container } from '@n8n/di';
-import { ErrorReporter, ExecutionLifecycleHooks, WorkflowExecute } from 'n8n-core';
+import {
+	ErrorReporter,
+	ExecutionLifecycleHooks,
+	SupplyDataContext,
+	WorkflowExecute,
+} from 'n8n-core';
 import type {
+	IExecuteFunctions,
 	INode,
 	INodeExecutionData,
 	INodeParameters,
@@ -15,7 +21,7 @@ import type {
 	IRunExecutionData,
 	WorkflowExecuteMode,
 } from 'n8n-workflow';
-import { Workflow } from 'n8n-workflow';
+import { NodeConnectionTypes, Workflow } from 'n8n-workflow';
 
 import {
 	type HarnessCredentials,
@@ -135,4 +141,43 @@ export async function retryExecution(
 		for (const entry of data.executionData!.nodeExecutionStack) entry.node = nodeOf(options);
 	}
 	return await execute(options, data, 'retry', failed.executionId);
+}
+
+/**
+ * One tool call as AI Agent 2.x makes it (n8n-core's `makeHandleToolInvocation`): a SupplyDataContext
+ * of the tool node, under the run index n8n gives the call, the model's arguments as the input item,
+ * in the agent's execution (`data`: pass the same object for calls of one execution).
+ */
+export async function callAsLangChainTool(
+	options: Pick<EngineOptions, 'nodeType' | 'parameters' | 'credentials'>,
+	data: IRunExecutionData,
+	runIndex: number,
+): Promise<INodeExecutionData[]> {
+	const node = makeNode(options.nodeType, options.parameters, { asTool: true });
+	const workflow = new Workflow({
+		id: 'engine-workflow',
+		nodes: [node],
+		connections: {},
+		active: false,
+		nodeTypes: new TestNodeTypes({ [options.nodeType.description.name]: options.nodeType }),
+	});
+	const items = [{ json: {} }];
+	const context = new SupplyDataContext(
+		workflow,
+		node,
+		additionalData(options.credentials),
+		'manual',
+		data,
+		runIndex,
+		items,
+		{ [NodeConnectionTypes.AiTool]: [items] },
+		NodeConnectionTypes.AiTool,
+		{ node, data: { main: [items] }, source: null },
+		[],
+	);
+	// As n8n-core does: the tool node's execute() runs on the supply-data context.
+	const result = (await options.nodeType.execute!.call(
+		context as unknown as IExecuteFunctions,
+	)) as INodeExecutionData[][];
+	return result[0];
 }

@@ -7,7 +7,13 @@ import type { IDataObject, INodeExecutionData, INodeParameters } from 'n8n-workf
 
 import { ImagePack } from '../../../nodes/ImagePack/ImagePack.node';
 import { useEmulator } from '../../harness/emulator';
-import { type EngineOptions, retryExecution, runInEngine } from '../../harness/engine';
+import {
+	type EngineOptions,
+	callAsLangChainTool,
+	retryExecution,
+	runInEngine,
+} from '../../harness/engine';
+import { newRunExecutionData, runNode } from '../../harness/n8n';
 
 const emulator = useEmulator();
 
@@ -279,11 +285,12 @@ describe('what is kept', () => {
 });
 
 describe('as an AI agent’s tool', () => {
+	/** AI Agent 3.x: the tool node as a step of the workflow, its input item the call (with its id). */
 	const call = (overrides: Partial<EngineOptions> = {}) =>
 		engine({
 			asTool: true,
 			parameters: generate({}, { prompt: 'a tool call' }),
-			runs: [items('x')],
+			runs: [[{ json: { toolCallId: 'call_1' } }]],
 			...overrides,
 		});
 
@@ -301,13 +308,42 @@ describe('as an AI agent’s tool', () => {
 			code: 'network_error',
 			charged: 'may_have_been_charged',
 		});
+		expect(String(result.output[0].json.error)).toMatch(/Not sent again/);
 		expect(await requestsPer(['a tool call'])).toEqual([1]);
 	});
 
-	it('two identical calls (two run indexes) are two generations', async () => {
-		const result = await runInEngine(call({ runs: [items('x'), items('x')] }));
-		expect(result.output[0].json.ok).toBe(true);
+	it('two identical calls are two generations (their own run index, their own call id)', async () => {
+		const runs = [[{ json: { toolCallId: 'call_1' } }], [{ json: { toolCallId: 'call_2' } }]];
+		await runInEngine(call({ runs }));
 		expect(await requestsPer(['a tool call'])).toEqual([2]);
 		expect(await chargedPer(['a tool call'])).toEqual([2 * PRICE]);
+		// Even under one run index (never seen in n8n), two call ids are two generations.
+		await emulator.control.clearRequests();
+		const same = newRunExecutionData();
+		for (const id of ['call_3', 'call_4']) {
+			await runNode({
+				nodeType: new ImagePack(),
+				parameters: generate({}, { prompt: 'a tool call' }),
+				items: [{ json: { toolCallId: id } }],
+				credentials: { baseUrl: emulator.baseUrl, apiKey: emulator.apiKey },
+				asTool: true,
+				runExecutionData: same,
+			});
+		}
+		expect(await requestsPer(['a tool call'])).toEqual([2]);
+	});
+
+	it('AI Agent 2.x: each call is its own generation and nothing is kept (n8n retries only a throw)', async () => {
+		const data = newRunExecutionData();
+		const options = {
+			nodeType: new ImagePack(),
+			parameters: generate({}, { prompt: 'a tool call' }),
+			credentials: { baseUrl: emulator.baseUrl, apiKey: emulator.apiKey },
+		};
+		const first = await callAsLangChainTool(options, data, 0);
+		const second = await callAsLangChainTool(options, data, 0);
+		expect(first[0].json.turn_id).not.toBe(second[0].json.turn_id);
+		expect(await requestsPer(['a tool call'])).toEqual([2]);
+		expect(JSON.stringify(data.executionData?.contextData)).not.toMatch(/imagePackGenerate/);
 	});
 });

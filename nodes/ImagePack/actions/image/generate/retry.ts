@@ -40,6 +40,13 @@ function runIndexOf(ctx: IExecuteFunctions): number {
  * and copies it into a retry of it (*Executions → Retry*), and nowhere else.
  */
 export function openMemory(ctx: IExecuteFunctions, asTool: boolean): RunMemory {
+	// AI Agent 2.x runs a tool call in its own context (isToolExecution) and tries it again only when
+	// it throws, under a new run index; as a tool this node never throws (router.ts). Each call is
+	// its own generation there, so nothing is kept.
+	const isToolExecution = (ctx as { isToolExecution?: () => boolean }).isToolExecution;
+	if (typeof isToolExecution === 'function' && isToolExecution.call(ctx)) {
+		return new RunMemory({}, 0, '');
+	}
 	let store: IDataObject;
 	try {
 		store = ctx.getContext('node') as IDataObject;
@@ -52,9 +59,15 @@ export function openMemory(ctx: IExecuteFunctions, asTool: boolean): RunMemory {
 	return memory;
 }
 
-/** The credential the node sends with: part of what was asked. */
-function credentialIdOf(ctx: IExecuteFunctions): string {
-	return String(ctx.getNode().credentials?.imagePackApi?.id ?? '');
+/**
+ * Who asks, besides the body: the credential (another account's generation is not this one's to
+ * return) and, for an AI Agent 3.x tool call, the model's call id, so that two identical calls are
+ * two generations even if n8n ever gave them one run index; a Retry On Fail try keeps the item.
+ */
+function askedBy(ctx: IExecuteFunctions, itemIndex: number): string {
+	const credential = String(ctx.getNode().credentials?.imagePackApi?.id ?? '');
+	const toolCallId: unknown = ctx.getInputData()[itemIndex]?.json?.toolCallId;
+	return typeof toolCallId === 'string' ? `${credential} ${toolCallId}` : credential;
 }
 
 function storedAnswer(answer: Answer<IDataObject>): StoredAnswer {
@@ -125,7 +138,7 @@ export async function answerFor(
 	replayed: number[],
 	send: () => Promise<Answer<GenerateResponse>>,
 ): Promise<Answer<GenerateResponse>> {
-	const digest = requestDigest(request.body, credentialIdOf(ctx));
+	const digest = requestDigest(request.body, askedBy(ctx, itemIndex));
 	const decision = decide(memory.recall(itemIndex), {
 		digest,
 		executionId: memory.executionId,
