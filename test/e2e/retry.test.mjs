@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
-import { emulatorCredential, startTestEmulator, waitFor } from './fixtures.mjs';
+import { emulatorCredential, node, startTestEmulator, waitFor } from './fixtures.mjs';
 import {
 	createUserFolder,
 	importCredential,
@@ -42,58 +42,31 @@ const SCENARIOS = {
 const prompts = (scenario, count = 3) => Array.from({ length: count }, (_, i) => `${scenario} item ${i + 1}`);
 
 function workflow({ id, onError, batchSize }, credential) {
+	const generate = {
+		resource: 'image',
+		operation: 'generate',
+		prompt: '={{ $json.prompt }}',
+		model: 'nano-banana-2',
+		ratio: '1:1',
+		resolution: '1K',
+		options: { downloadImages: true },
+	};
 	const nodes = [
-		{
-			id: 'hook',
-			name: 'Webhook',
-			type: 'n8n-nodes-base.webhook',
-			typeVersion: 2,
-			position: [0, 0],
-			webhookId: `${id}-hook`,
-			parameters: { httpMethod: 'POST', path: id, responseMode: 'onReceived', options: {} },
-		},
-		{
-			id: 'split',
-			name: 'Split Out',
-			type: 'n8n-nodes-base.splitOut',
-			typeVersion: 1,
-			position: [220, 0],
-			parameters: { fieldToSplitOut: 'body.prompts', options: {} },
-		},
-		{
-			id: 'generate',
-			name: GENERATE,
-			type: 'n8n-nodes-imagepack.imagePack',
-			typeVersion: 1,
-			position: [440, 0],
-			parameters: {
-				resource: 'image',
-				operation: 'generate',
-				prompt: '={{ $json.prompt }}',
-				model: 'nano-banana-2',
-				ratio: '1:1',
-				resolution: '1K',
-				options: { downloadImages: true },
-			},
+		node('Webhook', 'n8n-nodes-base.webhook', { httpMethod: 'POST', path: id, responseMode: 'onReceived', options: {} }, { typeVersion: 2, webhookId: `${id}-hook` }),
+		node('Split Out', 'n8n-nodes-base.splitOut', { fieldToSplitOut: 'body.prompts', options: {} }),
+		node(GENERATE, 'n8n-nodes-imagepack.imagePack', generate, {
 			credentials: { imagePackApi: { id: credential.id, name: credential.name } },
 			retryOnFail: true,
 			maxTries: 3,
 			// n8n reads 0 as "not set" (1 s): 10 ms keeps the suite short.
 			waitBetweenTries: 10,
 			...(onError ? { onError } : {}),
-		},
+		}),
 	];
-	const to = (node) => [{ node, type: 'main', index: 0 }];
+	const to = (name) => [{ node: name, type: 'main', index: 0 }];
 	const connections = { Webhook: { main: [to('Split Out')] }, 'Split Out': { main: [to(GENERATE)] } };
 	if (!batchSize) return { id, name: `e2e: retry ${id}`, nodes, connections, settings: { executionOrder: 'v1' } };
-	nodes.push({
-		id: 'loop',
-		name: 'Loop Over Items',
-		type: 'n8n-nodes-base.splitInBatches',
-		typeVersion: 3,
-		position: [330, 120],
-		parameters: { batchSize, options: {} },
-	});
+	nodes.push(node('Loop Over Items', 'n8n-nodes-base.splitInBatches', { batchSize, options: {} }, { typeVersion: 3 }));
 	connections['Split Out'] = { main: [to('Loop Over Items')] };
 	connections['Loop Over Items'] = { main: [[], to(GENERATE)] };
 	connections[GENERATE] = { main: [to('Loop Over Items')] };

@@ -21,12 +21,12 @@ import type {
 	IRunExecutionData,
 	WorkflowExecuteMode,
 } from 'n8n-workflow';
-import { NodeConnectionTypes, Workflow } from 'n8n-workflow';
+import { NodeConnectionTypes } from 'n8n-workflow';
 
 import {
 	type HarnessCredentials,
-	TestNodeTypes,
 	additionalData,
+	inactiveWorkflow,
 	makeNode,
 	newRunExecutionData,
 } from './n8n';
@@ -81,13 +81,7 @@ async function execute(
 	retryOf?: string,
 ): Promise<EngineRun> {
 	const node = data.executionData!.nodeExecutionStack[0]?.node ?? nodeOf(options);
-	const workflow = new Workflow({
-		id: 'engine-workflow',
-		nodes: [node],
-		connections: {},
-		active: false,
-		nodeTypes: new TestNodeTypes({ [options.nodeType.description.name]: options.nodeType }),
-	});
+	const workflow = inactiveWorkflow(options.nodeType, node);
 	quietErrorReporter();
 	const executionId = `execution-${++executions}`;
 	const hooks = new ExecutionLifecycleHooks(
@@ -154,13 +148,7 @@ export async function callAsLangChainTool(
 	runIndex: number,
 ): Promise<INodeExecutionData[]> {
 	const node = makeNode(options.nodeType, options.parameters, { asTool: true });
-	const workflow = new Workflow({
-		id: 'engine-workflow',
-		nodes: [node],
-		connections: {},
-		active: false,
-		nodeTypes: new TestNodeTypes({ [options.nodeType.description.name]: options.nodeType }),
-	});
+	const workflow = inactiveWorkflow(options.nodeType, node);
 	const items = [{ json: {} }];
 	const context = new SupplyDataContext(
 		workflow,

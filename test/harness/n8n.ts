@@ -133,7 +133,7 @@ class TestCredentialsHelper extends ICredentialsHelper {
 	}
 }
 
-export class TestNodeTypes implements INodeTypes {
+class TestNodeTypes implements INodeTypes {
 	constructor(private readonly types: Record<string, INodeType>) {}
 
 	getByName(type: string): INodeType {
@@ -236,7 +236,7 @@ export function newRunExecutionData(): IRunExecutionData {
 }
 
 /** A saved, inactive workflow holding just this node. */
-function inactiveWorkflow(nodeType: INodeType, node: INode): Workflow {
+export function inactiveWorkflow(nodeType: INodeType, node: INode): Workflow {
 	return new Workflow({
 		id: 'test-workflow',
 		nodes: [node],

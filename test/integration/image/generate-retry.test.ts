@@ -63,6 +63,15 @@ async function chargedPer(prompts = PROMPTS): Promise<number[]> {
 	);
 }
 
+/** The service does the work and charges, then the connection drops before the answer. */
+const droppedAfterSending = (prompt: string) =>
+	emulator.control.injectFault({
+		route: 'generate',
+		kind: 'reset',
+		when: 'after',
+		promptIncludes: prompt,
+	});
+
 const refundedFailure = (prompt: string, persist = false) =>
 	emulator.control.setGenerationBehaviour({ fail: true, promptIncludes: prompt, persist });
 
@@ -88,12 +97,7 @@ describe('Retry On Fail', () => {
 	});
 
 	it('a drop after sending is never sent again, and says it may have been charged', async () => {
-		await emulator.control.injectFault({
-			route: 'generate',
-			kind: 'reset',
-			when: 'after',
-			promptIncludes: 'item two',
-		});
+		await droppedAfterSending('item two');
 		const result = await runInEngine(engine());
 		expect(result.run.status).toBe('error');
 		expect(await requestsPer()).toEqual([1, 1, 0]);
@@ -184,12 +188,7 @@ describe('Continue On Fail with Retry On Fail', () => {
 	});
 
 	it('an uncertain item 1 stays an error item on every try, never sent again', async () => {
-		await emulator.control.injectFault({
-			route: 'generate',
-			kind: 'reset',
-			when: 'after',
-			promptIncludes: 'item one',
-		});
+		await droppedAfterSending('item one');
 		const result = await runInEngine(engine({ continueOnFail: true }));
 		expect(result.output[0].json).toMatchObject({ code: 'network_error' });
 		expect(String(result.output[0].json.error)).toMatch(/^Not sent again/);
