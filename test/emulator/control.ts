@@ -83,6 +83,7 @@ const schemas = {
 		delayMs: z.number().min(0).optional(),
 		when: z.enum(['before', 'after']).optional(),
 		withRequestId: z.boolean().optional(),
+		promptIncludes: z.string().optional(),
 	}),
 	behaviour: z.object({
 		deliver: z.number().int().min(0).optional(),
@@ -94,6 +95,7 @@ const schemas = {
 		durationMs: z.number().min(0).optional(),
 		count: z.number().int().min(1).optional(),
 		persist: z.boolean().optional(),
+		promptIncludes: z.string().optional(),
 	}),
 	rateLimit: z.object({ perKeyPerMinute: z.number().int().min(1).nullable() }),
 	overlap: z.object({ overlap: z.number().int().min(0) }),

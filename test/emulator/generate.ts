@@ -280,7 +280,7 @@ export async function generate(ctx: GenerateContext): Promise<Record<string, unk
 
 	// The "model call": latency and scripted outcomes are the test's levers.
 	const started = Date.now();
-	const behaviour = state.takeBehaviour();
+	const behaviour = state.takeBehaviour(req.prompt);
 	const extraMs = state.latencyFor('generate') + (behaviour?.durationMs ?? 0);
 	await sleep(Math.max(1, extraMs), ctx.signal);
 	turn.durationMs = Date.now() - started;

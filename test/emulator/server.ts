@@ -193,7 +193,8 @@ async function handle(
 	work: (ctx: Ctx) => Promise<Out>,
 ) {
 	const ctx = contexts.get(req)!;
-	const fault = ctx.state.takeFault(route);
+	ctx.entry.prompt = promptOf(req.body) ?? null;
+	const fault = ctx.state.takeFault(route, ctx.entry.prompt ?? undefined);
 	if (fault) ctx.entry.fault = `${fault.kind}:${fault.when}`;
 	if (fault?.when === 'before') {
 		if (fault.kind === 'reset') return resetConnection(ctx, reply);
@@ -216,6 +217,14 @@ async function handle(
 		return await sendWithFault(ctx, reply, out, fault);
 	}
 	writeOut(ctx, reply, out);
+}
+
+/** The `prompt` of a JSON request body, for faults aimed at one item of a batch. */
+function promptOf(body: unknown): string | undefined {
+	if (typeof body !== 'string' || !body.includes('"prompt"')) return undefined;
+	const parsed = parseJson(body);
+	const prompt = parsed.ok ? (parsed.value as { prompt?: unknown } | null)?.prompt : undefined;
+	return typeof prompt === 'string' ? prompt : undefined;
 }
 
 /** §5: Bearer key → live key → scope → per-key rate limit. */

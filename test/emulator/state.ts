@@ -143,6 +143,8 @@ export interface FaultSpec {
 	when?: 'before' | 'after';
 	/** html: include X-Request-Id (default false: the page comes from a proxy, not the service). */
 	withRequestId?: boolean;
+	/** Only requests whose JSON body has a `prompt` containing this text (one item of a batch). */
+	promptIncludes?: string;
 }
 
 export interface Fault extends Required<Pick<FaultSpec, 'route' | 'kind' | 'when'>> {
@@ -166,6 +168,8 @@ export interface GenerationBehaviour {
 	count?: number;
 	/** Applies until cleared (overrides count). */
 	persist?: boolean;
+	/** Only generations whose prompt contains this text (one item of a batch); others pass by. */
+	promptIncludes?: string;
 }
 
 export interface RateLimit {
@@ -186,6 +190,8 @@ export interface RequestLogEntry {
 	accountId: string | null;
 	requestId: string;
 	fault: string | null;
+	/** The `prompt` of a JSON body (generate), so a test can count the requests of each item. */
+	prompt: string | null;
 	at: number;
 }
 
@@ -518,8 +524,10 @@ export class EmulatorState {
 		return fault;
 	}
 
-	takeFault(route: RouteName): Fault | undefined {
-		const index = this.faults.findIndex((f) => (f.route === route || f.route === '*') && f.remaining > 0);
+	takeFault(route: RouteName, prompt?: string): Fault | undefined {
+		const index = this.faults.findIndex(
+			(f) => (f.route === route || f.route === '*') && f.remaining > 0 && promptMatches(f.spec.promptIncludes, prompt),
+		);
 		if (index < 0) return undefined;
 		const fault = this.faults[index];
 		fault.remaining -= 1;
@@ -531,9 +539,9 @@ export class EmulatorState {
 		return this.latency.get(route) ?? this.latency.get('*') ?? 0;
 	}
 
-	takeBehaviour(): GenerationBehaviour | undefined {
+	takeBehaviour(prompt?: string): GenerationBehaviour | undefined {
 		const behaviour = this.behaviour;
-		if (!behaviour) return undefined;
+		if (!behaviour || !promptMatches(behaviour.promptIncludes, prompt)) return undefined;
 		if (!behaviour.persist) {
 			behaviour.remaining -= 1;
 			if (behaviour.remaining <= 0) this.behaviour = null;
@@ -541,13 +549,14 @@ export class EmulatorState {
 		return behaviour;
 	}
 
-	logRequest(entry: Omit<RequestLogEntry, 'seq' | 'at' | 'status' | 'accountId' | 'fault'>): RequestLogEntry {
+	logRequest(entry: Omit<RequestLogEntry, 'seq' | 'at' | 'status' | 'accountId' | 'fault' | 'prompt'>): RequestLogEntry {
 		const full: RequestLogEntry = {
 			seq: ++this.requestSeq,
 			...entry,
 			status: null,
 			accountId: null,
 			fault: null,
+			prompt: null,
 			at: this.now(),
 		};
 		this.requestLog.push(full);
@@ -561,4 +570,9 @@ export class EmulatorState {
 /** sha256 of bytes, hex — lets tests check downloads against the control API's image list. */
 export function sha256(bytes: Uint8Array): string {
 	return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** A fault or behaviour without `promptIncludes` applies to any request; with it, to matching prompts. */
+function promptMatches(wanted: string | undefined, prompt: string | undefined): boolean {
+	return wanted === undefined || (prompt ?? '').includes(wanted);
 }

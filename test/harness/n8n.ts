@@ -153,7 +153,7 @@ class TestNodeTypes implements INodeTypes {
 	}
 }
 
-function additionalData(credentials?: HarnessCredentials): IWorkflowExecuteAdditionalData {
+export function additionalData(credentials?: HarnessCredentials): IWorkflowExecuteAdditionalData {
 	const helper = new TestCredentialsHelper(
 		credentials ? { imagePackApi: { ...credentials } } : {},
 		{ imagePackApi: new ImagePackApi() },
@@ -173,7 +173,7 @@ function additionalData(credentials?: HarnessCredentials): IWorkflowExecuteAddit
 	} as unknown as IWorkflowExecuteAdditionalData;
 }
 
-function makeNode(
+export function makeNode(
 	nodeType: INodeType,
 	parameters: INodeParameters,
 	options: {
@@ -236,7 +236,7 @@ export function newRunExecutionData(): IRunExecutionData {
 }
 
 /** A saved, inactive workflow holding just this node. */
-function inactiveWorkflow(nodeType: INodeType, node: INode): Workflow {
+export function inactiveWorkflow(nodeType: INodeType, node: INode): Workflow {
 	return new Workflow({
 		id: 'test-workflow',
 		nodes: [node],

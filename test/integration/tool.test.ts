@@ -11,7 +11,9 @@ import { newRunExecutionData, runNode } from '../harness/n8n';
 
 const emulator = useEmulator();
 
-/** One tool call as AI Agent 3.x makes it: one input item with the model's arguments. */
+let calls = 0;
+
+/** One tool call as AI Agent 3.x makes it: one input item with the model's arguments and its own call id. */
 async function callTool(
 	parameters: INodeParameters,
 	options: { runExecutionData?: IRunExecutionData; apiKey?: string; asTool?: boolean } = {},
@@ -19,7 +21,7 @@ async function callTool(
 	const [output] = await runNode({
 		nodeType: new ImagePack(),
 		parameters,
-		items: [{ json: { toolCallId: 'call_1' } }],
+		items: [{ json: { toolCallId: `call_${++calls}` } }],
 		credentials: { baseUrl: emulator.baseUrl, apiKey: options.apiKey ?? emulator.apiKey },
 		asTool: options.asTool ?? true,
 		runExecutionData: options.runExecutionData,

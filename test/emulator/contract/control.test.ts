@@ -142,6 +142,31 @@ describe('faults', () => {
 		expect((await emu().control.turns()).map((t) => t.status)).toEqual(['succeeded']);
 	});
 
+	test('promptIncludes aims a fault and a behaviour at one item of a batch; the others pass by', async () => {
+		await emu().control.injectFault({ route: 'generate', kind: 'status', status: 503, promptIncludes: 'item 2' });
+		await emu().control.setGenerationBehaviour({ fail: true, promptIncludes: 'item 3' });
+		const cup = { model: 'nano-banana-2', resolution: '1K' };
+		expect((await generate(emu(), { prompt: 'item 1', ...cup })).status).toBe(200);
+		expectError(await generate(emu(), { prompt: 'item 2', ...cup }), 503, 'service_unavailable');
+		expectError(await generate(emu(), { prompt: 'item 3', ...cup }), 500, 'internal_error');
+		expect((await generate(emu(), { prompt: 'item 2', ...cup })).status).toBe(200);
+		expect((await generate(emu(), { prompt: 'item 3', ...cup })).status).toBe(200);
+		const log = await emu().control.requests();
+		expect(log.map((e) => [e.prompt, e.status])).toEqual([
+			['item 1', 200],
+			['item 2', 503],
+			['item 3', 500],
+			['item 2', 200],
+			['item 3', 200],
+		]);
+		expect((await emu().control.turns()).map((t) => [t.prompt, t.status])).toEqual([
+			['item 1', 'succeeded'],
+			['item 3', 'failed'],
+			['item 2', 'succeeded'],
+			['item 3', 'succeeded'],
+		]);
+	});
+
 	test('slow: headers at once, the body spread over delayMs', async () => {
 		await emu().control.publish();
 		await emu().control.injectFault({ route: 'listPublications', kind: 'slow', delayMs: 300 });

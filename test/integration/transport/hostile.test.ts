@@ -682,17 +682,7 @@ async function waitUntil(check: () => boolean) {
 }
 
 describe('Retry On Fail', () => {
-	it('Generate refuses to run with it, before anything is sent', async () => {
-		const error = await runNode({
-			nodeType: new ImagePack(),
-			parameters: generate(),
-			credentials: { baseUrl: api.url, apiKey: KEY },
-			retryOnFail: true,
-		}).catch((caught: Failure) => caught);
-		expect((error as Failure).message).toMatch(/does not run with Retry On Fail/);
-		expect(api.seen).toHaveLength(0);
-	});
-
+	// Generate under Retry On Fail: test/integration/image/generate-retry.test.ts.
 	it('the read operations keep it (a read can be repeated)', async () => {
 		api.script(DETAIL, (_request, reply) => reply.send({ id: 7 }));
 		const [[item]] = await runNode({

@@ -198,6 +198,14 @@ const properties: INodeProperties[] = [
 					'Whether to output one item per generated image (binary under "data") instead of one item per request',
 			},
 			{
+				displayName: 'Resend Uncertain Generations',
+				name: 'resendUncertain',
+				type: 'boolean',
+				default: false,
+				description:
+					'Whether a retry of a failed execution (Executions → Retry with the saved workflow) sends again the items whose earlier request may have been charged (a timeout or a dropped connection after sending). Check their session on the website first: if the generation ran, sending it again pays twice. Retry On Fail never sends them again.',
+			},
+			{
 				displayName: 'Timeout (Seconds)',
 				name: 'timeoutSeconds',
 				type: 'number',

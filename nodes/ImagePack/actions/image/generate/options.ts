@@ -22,6 +22,8 @@ export interface GenerateOptions {
 	downloadImages?: boolean;
 	maxCreditsPerExecution: number;
 	maxFileBytes: number;
+	/** On a retried execution, send again items whose earlier request may have been charged. */
+	resendUncertain: boolean;
 	splitImages: boolean;
 	timeoutMs: number;
 }
@@ -50,6 +52,7 @@ function checkedOptions(raw: Record<string, unknown>): GenerateOptions {
 		downloadImages: raw.downloadImages === undefined ? undefined : Boolean(raw.downloadImages),
 		maxCreditsPerExecution: number('maxCreditsPerExecution', 'Max Credits per Execution'),
 		maxFileBytes: Math.floor(number('maxFileSizeMb', 'Max File Size (MB)') * 1024 * 1024),
+		resendUncertain: raw.resendUncertain === true,
 		splitImages: Boolean(raw.splitImages),
 		timeoutMs: number('timeoutSeconds', 'Timeout (Seconds)') * 1000,
 	};

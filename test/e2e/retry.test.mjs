@@ -1,0 +1,291 @@
+/**
+ * Generate's Retry On Fail and *Executions → Retry* in a running n8n 2.41.1 (one start for every
+ * scenario): webhook → Split Out → Generate, with faults aimed at one item by its prompt. Requests
+ * and credits are counted at the emulator, per item; retries of failed executions go through n8n's
+ * REST API (`POST /rest/executions/:id/retry`), as the Executions list's Retry button does. About
+ * 25 s, most of it n8n's start.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+
+import { emulatorCredential, node, startTestEmulator, waitFor } from './fixtures.mjs';
+import {
+	createUserFolder,
+	importCredential,
+	importWorkflow,
+	ownerEnv,
+	packPackage,
+	restSession,
+	startN8n,
+	waitForFinishedExecutions,
+} from './n8n.mjs';
+
+const OWNER = { email: 'owner@example.com', password: 'Retry-Test-Password-1' };
+/** nano-banana-2 at 1K: 12 credits an image. */
+const PRICE = 12;
+const GENERATE = 'Generate';
+
+/** The scenarios: a workflow each (webhook path = id), Retry On Fail with 3 tries unless said. */
+const SCENARIOS = {
+	refunded: { id: 'e2eRetryRefund01' },
+	drop: { id: 'e2eRetryDrop0001' },
+	continueOnFail: { id: 'e2eRetryCof00001', onError: 'continueRegularOutput' },
+	allTries: { id: 'e2eRetryAllFail1' },
+	resend: { id: 'e2eRetryResend01' },
+	topUp: { id: 'e2eRetryTopUp001' },
+	crashPlain: { id: 'e2eRetryCrash001' },
+	/** Loop Over Items (2 at a time) with the workflow setting Save Execution Progress: the README's advice. */
+	crashBatched: { id: 'e2eRetryCrash002', batchSize: 2 },
+};
+
+/** The prompts of a scenario's items: unique, so the emulator's log tells items and scenarios apart. */
+const prompts = (scenario, count = 3) => Array.from({ length: count }, (_, i) => `${scenario} item ${i + 1}`);
+
+function workflow({ id, onError, batchSize }, credential) {
+	const generate = {
+		resource: 'image',
+		operation: 'generate',
+		prompt: '={{ $json.prompt }}',
+		model: 'nano-banana-2',
+		ratio: '1:1',
+		resolution: '1K',
+		options: { downloadImages: true },
+	};
+	const nodes = [
+		node('Webhook', 'n8n-nodes-base.webhook', { httpMethod: 'POST', path: id, responseMode: 'onReceived', options: {} }, { typeVersion: 2, webhookId: `${id}-hook` }),
+		node('Split Out', 'n8n-nodes-base.splitOut', { fieldToSplitOut: 'body.prompts', options: {} }),
+		node(GENERATE, 'n8n-nodes-imagepack.imagePack', generate, {
+			credentials: { imagePackApi: { id: credential.id, name: credential.name } },
+			retryOnFail: true,
+			maxTries: 3,
+			// n8n reads 0 as "not set" (1 s): 10 ms keeps the suite short.
+			waitBetweenTries: 10,
+			...(onError ? { onError } : {}),
+		}),
+	];
+	const to = (name) => [{ node: name, type: 'main', index: 0 }];
+	const connections = { Webhook: { main: [to('Split Out')] }, 'Split Out': { main: [to(GENERATE)] } };
+	if (!batchSize) return { id, name: `e2e: retry ${id}`, nodes, connections, settings: { executionOrder: 'v1' } };
+	nodes.push(node('Loop Over Items', 'n8n-nodes-base.splitInBatches', { batchSize, options: {} }, { typeVersion: 3 }));
+	connections['Split Out'] = { main: [to('Loop Over Items')] };
+	connections['Loop Over Items'] = { main: [[], to(GENERATE)] };
+	connections[GENERATE] = { main: [to('Loop Over Items')] };
+	return { id, name: `e2e: retry ${id}`, nodes, connections, settings: { executionOrder: 'v1', saveExecutionProgress: true } };
+}
+
+describe('Generate with Retry On Fail and Executions → Retry in a running n8n 2.41.1', () => {
+	let emulator;
+	let userFolder;
+	let n8n;
+	let session;
+	let credential;
+
+	const rest = async (method, route, body) => {
+		const answer = await session.request(method, `/rest${route}`, body);
+		assert.ok(answer.status < 300, `${method} ${route}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
+		return answer.body.data;
+	};
+
+	async function start() {
+		n8n = await startN8n({
+			userFolder: userFolder.dir,
+			echo: !!process.env.E2E_ECHO,
+			env: { N8N_SECURE_COOKIE: 'false', ...ownerEnv({ ...OWNER, firstName: 'Retry', lastName: 'Test' }) },
+		});
+		session = await restSession(n8n.url, OWNER);
+	}
+
+	/** Requests that reached the emulator and credits it charged, per item (prompt). */
+	async function perItem(list) {
+		const log = await emulator.control.requests({ route: 'generate' });
+		const turns = await emulator.control.turns();
+		return {
+			requests: list.map((prompt) => log.filter((entry) => entry.prompt === prompt).length),
+			charged: list.map((prompt) => turns.filter((t) => t.prompt === prompt).reduce((sum, t) => sum + t.charged, 0)),
+			turns: list.map((prompt) => turns.filter((t) => t.prompt === prompt && t.status === 'succeeded').map((t) => t.id)),
+		};
+	}
+
+	/** Posts the prompts to the scenario's webhook (n8n answers at once; the execution runs on). */
+	async function post({ id }, list) {
+		const response = await waitFor(
+			async () => {
+				const answer = await fetch(`${n8n.url}/webhook/${id}`, {
+					method: 'POST',
+					headers: { 'content-type': 'application/json' },
+					body: JSON.stringify({ prompts: list.map((prompt) => ({ prompt })) }),
+				});
+				return answer.status !== 404 && answer;
+			},
+			{ timeoutMs: 60_000, intervalMs: 500, what: `the webhook ${id} to be registered` },
+		);
+		assert.equal(response.status, 200, await response.text());
+	}
+
+	/** Posts the prompts and returns the finished execution (as stored). */
+	async function run(scenario, list) {
+		await post(scenario, list);
+		return (await waitForFinishedExecutions(userFolder.dir, scenario.id, 1)).at(-1);
+	}
+
+	/** Executions → Retry: a new execution from the failed one (with the saved workflow if asked). */
+	async function retry({ id }, execution, { loadWorkflow = false } = {}) {
+		const retried = await rest('POST', `/executions/${execution.id}/retry`, { loadWorkflow });
+		return await waitFor(
+			async () => (await waitForFinishedExecutions(userFolder.dir, id, 1)).find((e) => String(e.id) === String(retried.id)),
+			{ timeoutMs: 60_000, what: `the retried execution ${retried.id} to be stored` },
+		);
+	}
+
+	const generateError = (execution) => execution.run.resultData.runData[GENERATE]?.at(-1)?.error;
+	const outputTurns = (execution) => execution.nodeOutput(GENERATE).map((item) => item.json.turn_id ?? item.json.code);
+
+	before(async () => {
+		emulator = await startTestEmulator();
+		credential = emulatorCredential(emulator);
+		const tarball = process.env.IMAGEPACK_TARBALL ?? (await packPackage());
+		userFolder = await createUserFolder({ tarball });
+		await importCredential(userFolder.dir, credential);
+		const workflows = Object.values(SCENARIOS).map((scenario) => workflow(scenario, credential));
+		await importWorkflow(userFolder.dir, workflows);
+		await start();
+		// Published over REST (the editor's Publish), not with one n8n CLI start per workflow.
+		for (const { id } of workflows) {
+			const { versionId } = await rest('GET', `/workflows/${id}`);
+			await rest('POST', `/workflows/${id}/activate`, { versionId });
+		}
+	});
+
+	after(async () => {
+		await n8n?.stop();
+		await emulator?.close();
+		userFolder?.cleanup();
+	});
+
+	it('item 2 fails once with a refunded 500: requests 1/2/1, each item charged once, output complete', async () => {
+		const list = prompts('refunded');
+		await emulator.control.setGenerationBehaviour({ fail: true, promptIncludes: list[1] });
+		const execution = await run(SCENARIOS.refunded, list);
+		assert.equal(execution.status, 'success');
+		const seen = await perItem(list);
+		assert.deepEqual(seen.requests, [1, 2, 1]);
+		assert.deepEqual(seen.charged, [PRICE, PRICE, PRICE]);
+		assert.deepEqual(outputTurns(execution), seen.turns.flat());
+		// Item 1 came back from the first try with its image downloaded again.
+		assert.ok(execution.nodeOutput(GENERATE)[0].binary?.image_0, 'item 1 has its image');
+	});
+
+	it('a drop after sending: item 2 is never sent again, by the tries nor by Executions → Retry', async () => {
+		const list = prompts('drop');
+		await emulator.control.injectFault({ route: 'generate', kind: 'reset', when: 'after', promptIncludes: list[1] });
+		const failed = await run(SCENARIOS.drop, list);
+		assert.equal(failed.status, 'error');
+		assert.match(generateError(failed).message, /^Not sent again: an earlier try of this execution sent this generation/);
+		assert.match(generateError(failed).message, /may have been charged: check the newest "API generation" session/);
+		assert.deepEqual((await perItem(list)).requests, [1, 1, 0]);
+
+		const retried = await retry(SCENARIOS.drop, failed);
+		assert.equal(retried.mode, 'retry');
+		assert.equal(retried.status, 'error');
+		assert.match(generateError(retried).message, /^Not sent again: the failed execution this one retries sent/);
+		const seen = await perItem(list);
+		assert.deepEqual(seen.requests, [1, 1, 0]);
+		// The drop came after the work: item 2 was charged, once.
+		assert.deepEqual(seen.charged, [PRICE, PRICE, 0]);
+	});
+
+	it('Continue On Fail + Retry On Fail, item 1 failing once: requests 2/1/1, all three generated once', async () => {
+		const list = prompts('cof');
+		await emulator.control.setGenerationBehaviour({ fail: true, promptIncludes: list[0] });
+		const execution = await run(SCENARIOS.continueOnFail, list);
+		assert.equal(execution.status, 'success');
+		const seen = await perItem(list);
+		assert.deepEqual(seen.requests, [2, 1, 1]);
+		assert.deepEqual(seen.charged, [PRICE, PRICE, PRICE]);
+		assert.deepEqual(outputTurns(execution), seen.turns.flat());
+	});
+
+	it('all tries failing: item 2 sent once per try, item 1 once, item 3 never; nothing charged twice', async () => {
+		const list = prompts('all');
+		await emulator.control.setGenerationBehaviour({ fail: true, promptIncludes: list[1], persist: true });
+		const execution = await run(SCENARIOS.allTries, list);
+		await emulator.control.clearGenerationBehaviour();
+		assert.equal(execution.status, 'error');
+		assert.match(generateError(execution).message, /refunded/);
+		const seen = await perItem(list);
+		assert.deepEqual(seen.requests, [1, 3, 0]);
+		assert.deepEqual(seen.charged, [PRICE, 0, 0]);
+		assert.match(generateError(execution).description, new RegExp(`not in the output: ${seen.turns[0][0]}`));
+	});
+
+	it('an uncertain item is sent again only after the user turns on Resend Uncertain Generations', async () => {
+		const list = prompts('resend');
+		// Dropped before the service did any work: checking the session shows nothing ran.
+		await emulator.control.injectFault({ route: 'generate', kind: 'reset', promptIncludes: list[1] });
+		const failed = await run(SCENARIOS.resend, list);
+		assert.equal(failed.status, 'error');
+		const again = await retry(SCENARIOS.resend, failed);
+		assert.equal(again.status, 'error');
+		assert.deepEqual((await perItem(list)).requests, [1, 1, 0]);
+
+		const saved = await rest('GET', `/workflows/${SCENARIOS.resend.id}`);
+		const nodes = saved.nodes.map((n) =>
+			n.name === GENERATE ? { ...n, parameters: { ...n.parameters, options: { ...n.parameters.options, resendUncertain: true } } } : n,
+		);
+		await rest('PATCH', `/workflows/${SCENARIOS.resend.id}`, { nodes, connections: saved.connections });
+		const resumed = await retry(SCENARIOS.resend, again, { loadWorkflow: true });
+		assert.equal(resumed.status, 'success');
+		const seen = await perItem(list);
+		assert.deepEqual(seen.requests, [1, 2, 1]);
+		assert.deepEqual(seen.charged, [PRICE, PRICE, PRICE]);
+		assert.deepEqual(outputTurns(resumed), seen.turns.flat());
+	});
+
+	it('a batch stopped by 402, retried from Executions after a top-up: nothing charged twice, output complete', async () => {
+		const list = prompts('topup', 5);
+		await emulator.control.setCredits(emulator.accountId, 3 * PRICE + 5);
+		const failed = await run(SCENARIOS.topUp, list);
+		assert.equal(failed.status, 'error');
+		assert.match(generateError(failed).message, /Not enough credits/);
+		// Retry On Fail's tries did not send the 402 item again.
+		assert.deepEqual((await perItem(list)).requests, [1, 1, 1, 1, 0]);
+
+		await emulator.control.setCredits(emulator.accountId, 100_000);
+		const retried = await retry(SCENARIOS.topUp, failed);
+		assert.equal(retried.mode, 'retry');
+		assert.equal(retried.status, 'success');
+		const seen = await perItem(list);
+		assert.deepEqual(seen.requests, [1, 1, 1, 2, 1]);
+		assert.deepEqual(seen.charged, list.map(() => PRICE));
+		assert.deepEqual(outputTurns(retried), seen.turns.flat());
+		assert.equal(retried.nodeOutput(GENERATE).filter((item) => item.binary?.image_0).length, 5);
+	});
+
+	it('a crash mid-Generate: what was generated in that run of the node is generated again by the retry', async () => {
+		// n8n saves an execution's data (the node's memory with it) only when a node finishes.
+		const plain = prompts('crash plain', 5);
+		const batched = prompts('crash batched', 5);
+		await emulator.control.setGenerationBehaviour({ durationMs: 600_000, promptIncludes: 'item 3', count: 2 });
+		await post(SCENARIOS.crashPlain, plain);
+		await post(SCENARIOS.crashBatched, batched);
+		await waitFor(async () => (await perItem([plain[2], batched[2]])).requests.every((count) => count === 1), {
+			what: 'item 3 of both batches in flight',
+		});
+		await n8n.kill();
+		await start();
+		const crashed = async ({ id }) =>
+			await waitFor(async () => (await waitForFinishedExecutions(userFolder.dir, id, 1)).find((e) => e.status === 'crashed'), {
+				what: `n8n to mark the ${id} execution crashed`,
+			});
+		const plainRetry = await retry(SCENARIOS.crashPlain, await crashed(SCENARIOS.crashPlain));
+		const batchedRetry = await retry(SCENARIOS.crashBatched, await crashed(SCENARIOS.crashBatched));
+		assert.equal(plainRetry.status, 'success');
+		assert.equal(batchedRetry.status, 'success');
+		// One Generate run for the whole batch: items 1 and 2 (generated and charged before the crash) again.
+		assert.deepEqual((await perItem(plain)).requests, [2, 2, 2, 1, 1]);
+		assert.deepEqual((await perItem(plain)).charged.slice(0, 2), [2 * PRICE, 2 * PRICE]);
+		// Two items per run, progress saved after each: only the run in flight (items 3 and 4) again.
+		assert.deepEqual((await perItem(batched)).requests, [1, 1, 2, 1, 1]);
+		assert.deepEqual((await perItem(batched)).charged.slice(0, 2), [PRICE, PRICE]);
+	});
+});
