@@ -161,6 +161,14 @@ const properties: INodeProperties[] = [
 					'Whether to attach the generated images as binary data (image_0, image_1, …). When the node runs as an AI agent’s tool, images are not downloaded unless this option is added and on: the agent only sees the JSON.',
 			},
 			{
+				displayName: 'Image Links',
+				name: 'imageLinks',
+				type: 'boolean',
+				default: false,
+				description:
+					'Whether to add image_links: for each image a link that opens it without the API key, to post in Slack, an e-mail or a chat. A link works for one hour; its expires_at says until when (5 minutes early, to be safe). Nothing is downloaded for it. When the node runs as an AI agent’s tool, links are added unless this option is added and off.',
+			},
+			{
 				displayName: 'Max Credits per Execution',
 				name: 'maxCreditsPerExecution',
 				type: 'number',
