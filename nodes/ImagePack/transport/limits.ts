@@ -52,4 +52,3 @@ export function formatBytes(bytes: number): string {
 	if (bytes >= 1024) return `${Math.round(bytes / 1024)} KiB`;
 	return `${bytes} bytes`;
 }
-

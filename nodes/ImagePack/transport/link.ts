@@ -105,7 +105,8 @@ export async function signedFileLink(
 				code: 'no_signed_link',
 				httpStatus: response.statusCode,
 				requestId,
-				apiMessage: 'the file endpoint served the file itself instead of redirecting to a signed link',
+				apiMessage:
+					'the file endpoint served the file itself instead of redirecting to a signed link',
 			},
 			'refused',
 			undefined,
