@@ -15,7 +15,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 
 import { GENERATE, conversationScenario, earlierImages, lastResult, modelCredential, publicChatExample } from './agent-scenarios.mjs';
-import { emulatorCredential, startTestEmulator } from './fixtures.mjs';
+import { emulatorCredential, startTestEmulator, waitFor } from './fixtures.mjs';
 import { createUserFolder, importCredential, importWorkflow, packPackage, publishWorkflow, startN8n } from './n8n.mjs';
 import { startScriptedModel } from './scripted-model.mjs';
 
@@ -39,6 +39,15 @@ describe('AI Agent chat in n8n 2.41.1: images the chat can show, a conversation 
 		await importWorkflow(userFolder.dir, publicChatExample({ id: WORKFLOW, webhookId, credential, model }));
 		await publishWorkflow(userFolder.dir, WORKFLOW);
 		n8n = await startN8n({ userFolder: userFolder.dir });
+		await waitFor(
+			async () => {
+				// Asks for nothing but the (unsupported) earlier session: no execution starts.
+				const response = await fetch(chatUrl(), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ action: 'loadPreviousSession', sessionId: 'probe' }) });
+				await response.arrayBuffer();
+				return response.status !== 404; // right after the start the webhook is not registered yet
+			},
+			{ what: 'the chat webhook to be registered' },
+		);
 	});
 
 	after(async () => {
@@ -48,10 +57,12 @@ describe('AI Agent chat in n8n 2.41.1: images the chat can show, a conversation 
 		await emulator?.close();
 	});
 
+	const chatUrl = () => `${n8n.url}/webhook/${webhookId}/chat`;
+
 	/** One chat message as n8n's chat widget sends it; returns the reply and what the model was sent. */
 	async function chat(sessionId, chatInput) {
 		model.requests.length = 0;
-		const response = await fetch(`${n8n.url}/webhook/${webhookId}/chat`, {
+		const response = await fetch(chatUrl(), {
 			method: 'POST',
 			headers: { 'content-type': 'application/json' },
 			body: JSON.stringify({ action: 'sendMessage', sessionId, chatInput }),
