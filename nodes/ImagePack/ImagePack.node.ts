@@ -60,7 +60,52 @@ export class ImagePack implements INodeType {
 		description:
 			'Generate e-commerce product images from a prompt and/or earlier images, download them, and read published image packs with their manifests',
 		defaults: { name: 'Image Pack' },
-		usableAsTool: true,
+		builderHint: {
+			searchHint:
+				"Image Pack API: resource 'image' operation 'generate' makes e-commerce product images (paid, up to 5 minutes) and attaches them as binaries image_0, image_1…; 'publication' get / getMany read published image packs; 'file' download fetches one image. To refine a result, a second Generate takes the first one's images[].id as Reference Image IDs and its session_id as Session ID. To post images to Slack or e-mail without files, turn on the Image Links option (links valid about an hour). For a chat agent, attach the Image Pack Tool variant to the Agent instead.",
+			relatedNodes: [
+				{
+					nodeType: 'n8n-nodes-imagepack.imagePackTrigger',
+					relationHint:
+						'Starts a workflow when an image pack is published; follow it with publication get (its id) or file download',
+				},
+				{
+					nodeType: 'n8n-nodes-base.splitOut',
+					relationHint:
+						'One item per image (normalized.images of publication get) before file download',
+				},
+				{
+					nodeType: '@n8n/n8n-nodes-langchain.agent',
+					relationHint:
+						'Attach the Image Pack Tool variant as a tool to generate and refine images in a chat',
+				},
+			],
+		},
+		usableAsTool: {
+			// The tool variant n8n derives ("Image Pack Tool") is wired differently: its own hint.
+			replacements: {
+				builderHint: {
+					searchHint:
+						"Connect as a tool of the AI Agent. Let the model fill prompt, ratio, referenceImageIds and sessionId with fromAi(); keep model, resolution, number of images and the credit caps (options.maxCreditsPerItem, options.maxCreditsPerExecution) fixed. Binary output is dropped for tools: each result carries image_links[] (url, expires_at, about an hour), so the agent's system message should say to show every image as Markdown ![description](url). Give the agent a memory subnode (Simple Memory) so a later chat message refines earlier images with their ids and session_id. Keep the Chat Trigger private: a public chat lets anyone spend credits.",
+					relatedNodes: [
+						{
+							nodeType: '@n8n/n8n-nodes-langchain.agent',
+							relationHint:
+								'Calls this tool; its system message tells the model to show the images',
+						},
+						{
+							nodeType: '@n8n/n8n-nodes-langchain.memoryBufferWindow',
+							relationHint:
+								'Keeps earlier image ids and session ids across chat messages, so images can be refined',
+						},
+						{
+							nodeType: '@n8n/n8n-nodes-langchain.chatTrigger',
+							relationHint: 'The chat in which the person sees the images the agent shows',
+						},
+					],
+				},
+			},
+		},
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main],
 		credentials: [{ name: 'imagePackApi', required: true }],

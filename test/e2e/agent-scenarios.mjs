@@ -17,6 +17,31 @@ export const newImage = (prompt) => ({ name: GENERATE, args: { prompt, ratio: '1
 /** A final answer quoting what the tools returned, as a model would. */
 export const answer = (results) => ({ answer: `Tool results: ${results.map((result) => result.output).join(' | ')}` });
 
+/** What the example's system message asks for: each image as Markdown from image_links, then a line of facts. */
+export function showImages(result) {
+	const images = result.image_links.map((link, index) => `![Product photo ${index + 1}](${link.url})`);
+	const ids = result.images.map((image) => image.id).join(', ');
+	return { answer: `${images.join('\n')}\n\nCredits charged: ${result.credits_charged} · image ${ids} · session ${result.session_id}` };
+}
+
+/** The Generate results a model was sent in its history (the agent's memory of earlier messages). */
+export const earlierImages = (history) => history.results.filter((result) => result.name === GENERATE && result.json?.[0]?.images).map((result) => result.json[0]);
+
+/**
+ * A conversation: a new image; in a later message of the session, the last image of the history
+ * refined with its ids and session id; each turn answered by showing the images.
+ */
+export function conversationScenario({ results, history }) {
+	if (results.length === 0) {
+		const previous = earlierImages(history).at(-1);
+		if (!previous) return { call: newImage('A green ceramic vase on a linen tablecloth, soft daylight') };
+		const referenceImageIds = previous.images.map((image) => image.id).join(', ');
+		return { call: { name: GENERATE, args: { prompt: 'The same green ceramic vase, now holding dried flowers', ratio: '1:1', referenceImageIds, sessionId: previous.session_id } } };
+	}
+	const result = lastResult(results);
+	return result.error ? answer(results) : showImages(result);
+}
+
 /** A ratio the tool refuses before sending, then a valid call the account (5 credits) cannot pay for. */
 export function errorsScenario({ results }) {
 	if (results.length === 0) return { call: { name: GENERATE, args: { ...newImage('A vase').args, ratio: '2:1' } } };
@@ -41,6 +66,19 @@ export function agentExample({ id, scenario, credential, model, agentVersion, mo
 	});
 	if (modelVersion) workflow.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.lmChatOpenAi').typeVersion = modelVersion;
 	return workflow;
+}
+
+/**
+ * The chat example, credentials filled in, with its Chat Trigger made public (embedded-chat mode) so a
+ * test can send chat messages over HTTP: `POST {n8n}/webhook/{webhookId}/chat`. Only the test's copy:
+ * the shipped example stays private, since a public chat lets anyone spend the account's credits.
+ */
+export function publicChatExample({ id, webhookId, credential, model }) {
+	const workflow = withModelCredential(withCredential(loadExample('ai-agent-tool.json'), credential), modelCredential(model));
+	const trigger = workflow.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.chatTrigger');
+	trigger.webhookId = webhookId;
+	trigger.parameters = { ...trigger.parameters, public: true, mode: 'webhook' };
+	return { ...workflow, id, name: `e2e: public chat ${id}` };
 }
 
 /** The tool results of errorsScenario as the model read them, and what the emulator saw. */

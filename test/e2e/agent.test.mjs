@@ -106,13 +106,24 @@ describe('AI Agent tool in n8n 2.41.1 (scripted model, emulator)', () => {
 		assert.equal(generations.length, 1, 'exactly one generation');
 		assert.equal(results.length, 3);
 		const generated = results[0].json[0];
-		assert.deepEqual(Object.keys(generated).sort(), ['credit_budget', 'credits_charged', 'credits_estimated', 'duration_ms', 'images', 'ok', 'request_id', 'session_id', 'turn_id', 'warnings']);
+		assert.deepEqual(Object.keys(generated).sort(), ['credit_budget', 'credits_charged', 'credits_estimated', 'duration_ms', 'image_links', 'images', 'ok', 'request_id', 'session_id', 'turn_id', 'warnings']);
 		assert.equal(generated.credits_charged, 12);
 		assert.deepEqual(generated.credit_budget, { cap: 60, spent: 12, remaining: 48 });
 		assert.equal(generated.request_id, generations[0].requestId);
 		assert.match(generated.images[0].id, /^img_/);
 		assert.ok(results[0].output.length < 1000, `a compact result (${results[0].output.length} bytes)`);
 		assert.equal((await emulator.control.requests({ listener: 'files' })).length, 0, 'no downloads in tool mode');
+		// The image's link: resolved with the key (one GET, 302 read), served to anyone without it.
+		const [link] = generated.image_links;
+		assert.equal(link.id, generated.images[0].id);
+		assert.equal((await emulator.control.requests({ route: 'file' })).length, 1);
+		const opened = await fetch(link.url, { redirect: 'manual' });
+		assert.equal(opened.status, 200);
+		assert.equal(opened.headers.get('content-type'), 'image/png');
+		await opened.arrayBuffer();
+		const [served] = await emulator.control.requests({ listener: 'files' });
+		assert.equal(served.headers.authorization, undefined);
+		assert.ok(!link.url.includes(emulator.apiKey));
 
 		const [found, missing] = results.slice(1).map((result) => result.json[0]);
 		assert.equal(found.id, publicationId);

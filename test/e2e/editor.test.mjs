@@ -17,10 +17,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
+import { conversationScenario, modelCredential } from './agent-scenarios.mjs';
 import { chain, node } from './fixtures.mjs';
 import { REPO_ROOT } from './n8n.mjs';
 import { aptInstall, isRoot, which } from './services.mjs';
 import { OWNER, startSandbox } from './sandbox.mjs';
+import { startScriptedModel } from './scripted-model.mjs';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = process.env.UI_SCREENSHOTS === '1';
@@ -86,6 +88,7 @@ if (skipReason) process.stdout.write(`${skipReason}\n`);
 
 describe('the editor in Chromium (n8n 2.41.1, the sandbox)', { skip: skipReason ?? false }, () => {
 	let sandbox;
+	let model;
 	let browser;
 	let page;
 	const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'imagepack-ui-'));
@@ -174,6 +177,9 @@ describe('the editor in Chromium (n8n 2.41.1, the sandbox)', { skip: skipReason 
 	}
 
 	before(async () => {
+		// The AI example's chat model: a scripted one (no language model runs here) that makes an image
+		// for a new conversation and refines the last one in a later message, showing each as Markdown.
+		model = await startScriptedModel({ scenarios: { chat: conversationScenario }, defaultScenario: 'chat' });
 		sandbox = await startSandbox({
 			n8nPort: 0,
 			emulatorPort: 0,
@@ -181,6 +187,7 @@ describe('the editor in Chromium (n8n 2.41.1, the sandbox)', { skip: skipReason 
 			reset: true,
 			tarball: process.env.IMAGEPACK_TARBALL,
 			workflows: uiWorkflows,
+			modelCredential: modelCredential(model),
 		});
 		const { chromium, selectors } = await import('playwright-core');
 		selectors.setTestIdAttribute('data-test-id');
@@ -212,6 +219,7 @@ describe('the editor in Chromium (n8n 2.41.1, the sandbox)', { skip: skipReason 
 	after(async () => {
 		await browser?.close();
 		await sandbox?.stop();
+		await model?.close();
 		if (!process.env.KEEP_E2E) fs.rmSync(profile, { recursive: true, force: true });
 	});
 
@@ -357,5 +365,64 @@ describe('the editor in Chromium (n8n 2.41.1, the sandbox)', { skip: skipReason 
 		await save.click();
 		await dialog.getByTestId('credentials-config-container-test-success').waitFor();
 		await page.keyboard.press('Escape');
+	});
+
+	/** Drags one of the editor's resize handles (picked by its box) by dx, dy. */
+	async function dragHandle(pick, dx, dy) {
+		const boxes = await byId('resize-handle').evaluateAll((handles) =>
+			handles.map((handle) => ({ className: handle.className, ...handle.getBoundingClientRect().toJSON() })),
+		);
+		const box = boxes.find(pick);
+		assert.ok(box, `a resize handle in ${JSON.stringify(boxes)}`);
+		const [x, y] = [box.x + box.width / 2, box.y + box.height / 2];
+		await page.mouse.move(x, y);
+		await page.mouse.down();
+		await page.mouse.move(x + dx, y + dy, { steps: 10 });
+		await page.mouse.up();
+	}
+
+	/** The n-th image of the agent's replies, once the browser has loaded it: its src and size. */
+	async function shownImage(chat, index) {
+		const image = chat.locator('.chat-message-from-bot img').nth(index);
+		await image.waitFor();
+		await page.waitForFunction((img) => img.complete && img.naturalWidth > 0, await image.elementHandle());
+		return image.evaluate((img) => ({ src: img.src, size: [img.naturalWidth, img.naturalHeight] }));
+	}
+
+	// Last: it leaves the chat and logs panel open.
+	check("the AI example's chat shows the generated image, and a second message refines it", async () => {
+		await openWorkflow('ipxAiAgentTool01');
+		await byId('workflow-chat-button').click();
+		const chat = byId('canvas-chat');
+		const input = chat.locator('textarea').first();
+		const { control, apiKey, fileBaseUrl } = sandbox.emulator;
+
+		await input.fill('Make a square photo of a green ceramic vase on a linen tablecloth');
+		await input.press('Enter');
+		const first = await shownImage(chat, 0);
+		// The browser loaded it from the signed link: the file host, no key anywhere.
+		assert.ok(first.src.startsWith(`${fileBaseUrl}/signed/`), first.src);
+		assert.ok(!first.src.includes(apiKey));
+		assert.deepEqual(first.size, [1024, 1024]);
+		const served = await control.requests({ listener: 'files' });
+		assert.ok(served.length > 0 && served.every((request) => request.headers.authorization === undefined));
+
+		await input.fill('Same vase, but with dried flowers in it');
+		await input.press('Enter');
+		const second = await shownImage(chat, 1);
+		assert.notEqual(second.src, first.src);
+		const [made, refined] = (await control.turns()).slice(-2);
+		// The second generation started from the first image (its file is named after its id), in its session.
+		assert.ok(first.src.includes(`/${made.imageIds[0].replace(/^img_/, '')}_`), `${first.src} is ${made.imageIds[0]}`);
+		assert.deepEqual(refined.refImageIds, [made.imageIds[0]]);
+		assert.equal(refined.sessionId, made.sessionId);
+
+		// A taller, wider chat for the picture: a taller window, the logs panel up, the chat column wider.
+		await page.setViewportSize({ width: 1400, height: 1200 });
+		await dragHandle((box) => /_top_/.test(box.className), 0, -700);
+		const chatBox = await chat.boundingBox();
+		await dragHandle((box) => Math.abs(box.x - (chatBox.x + chatBox.width)) < 6 && box.height > 100, 130, 0);
+		await chat.locator('.chat-message-from-user').first().scrollIntoViewIfNeeded();
+		await screenshot('chat-image', chat);
 	});
 });

@@ -6,11 +6,12 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import { PACKAGE_NODE_PREFIX, emulatorCredential, exampleWorkflows, startTestEmulator, withCredential } from './fixtures.mjs';
-import { createUserFolder, importCredential, importWorkflow, n8nCli, packPackage } from './n8n.mjs';
+import { createUserFolder, importCredential, importWorkflow, installPaths, n8nCli, packPackage } from './n8n.mjs';
 
 const examples = exampleWorkflows();
 
@@ -115,4 +116,38 @@ describe('example workflows', () => {
 		const model = workflow.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.lmChatOpenAi');
 		assert.deepEqual(workflow.connections[model.name].ai_languageModel[0][0], { node: 'AI Agent', type: 'ai_languageModel', index: 0 });
 	});
+
+	it('AI example as a conversation: Simple Memory on the agent, images shown as Markdown, the chat private', () => {
+		const workflow = examples.find(({ file }) => file === 'ai-agent-tool.json').workflow;
+		const memory = workflow.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.memoryBufferWindow');
+		assert.ok(memory, 'Simple Memory');
+		assert.deepEqual(workflow.connections[memory.name].ai_memory[0][0], { node: 'AI Agent', type: 'ai_memory', index: 0 });
+		const { systemMessage } = workflow.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.agent').parameters.options;
+		assert.match(systemMessage, /Markdown image: !\[short description\]\(its url from image_links\)/);
+		assert.match(systemMessage, /pass that image's id \(images\[\]\.id\) as referenceImageIds and its session_id as sessionId/);
+		const trigger = workflow.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.chatTrigger');
+		assert.notEqual(trigger.parameters.public, true, 'a public chat would let anyone spend the credits');
+	});
+
+	it("n8n's node catalog (the AI builders' view) shows the builder hints of both nodes, the tool variant and their parameters", () => {
+		const { require } = pinned();
+		const { NodeTypeParser, formatNodeResult } = require('@n8n/ai-utilities/node-catalog');
+		const { generatePropertyJSDoc } = require('@n8n/workflow-sdk');
+		const parser = new NodeTypeParser(nodeTypes);
+		const shown = (id) => formatNodeResult(parser, id) ?? '';
+		assert.match(shown('n8n-nodes-imagepack.imagePack'), /@builderHint .*images\[\]\.id as Reference Image IDs and its session_id as Session ID/);
+		assert.match(shown('n8n-nodes-imagepack.imagePack'), /@relatedNodes\n\s+- n8n-nodes-imagepack\.imagePackTrigger: /);
+		assert.match(shown('n8n-nodes-imagepack.imagePackTool'), /@builderHint Connect as a tool of the AI Agent\..*Markdown/);
+		assert.match(shown('n8n-nodes-imagepack.imagePackTool'), /- @n8n\/n8n-nodes-langchain\.memoryBufferWindow: /);
+		assert.match(shown('n8n-nodes-imagepack.imagePackTrigger'), /@builderHint Polls for newly published image packs.*publication get with the item's id/);
+		const action = nodeTypes.find((t) => t.name === 'n8n-nodes-imagepack.imagePack');
+		const property = (name) => action.properties.find((p) => p.name === name);
+		assert.match(generatePropertyJSDoc(property('referenceImageIds')), /@builderHint To refine the images of an earlier Generate.*fromAi\('referenceImageIds'/);
+		assert.match(generatePropertyJSDoc(property('sessionId')), /@builderHint Map the session_id of the Generate whose images are refined/);
+	});
 });
+
+/** Requires from the pinned n8n's own packages (its node catalog and workflow SDK). */
+function pinned() {
+	return { require: createRequire(path.join(installPaths().dir, 'node_modules', 'n8n', 'package.json')) };
+}

@@ -24,6 +24,7 @@ import {
 	startCollector,
 	startTestEmulator,
 	withCredential,
+	withModelCredential,
 } from './fixtures.mjs';
 import { cacheRoot, ensureN8n, installPaths, isInstalled } from './n8n-install.mjs';
 import { createUserFolder, importCredential, importWorkflow, ownerEnv, packPackage, publishWorkflow, querySqlite, startN8n } from './n8n.mjs';
@@ -48,7 +49,8 @@ function portHint(error, port, flag) {
 /**
  * Starts the sandbox: the emulator with a few publications, the listing stand-in, and n8n with the
  * package, the credential, the example workflows (plus `workflows`, given the credential too) and the
- * owner account. Port 0 picks free ports.
+ * owner account. Port 0 picks free ports. `modelCredential` (an openAiApi credential, e.g. the scripted
+ * model's) is imported too and filled into the examples' OpenAI Chat Model, so the AI example's chat runs.
  * Returns { url, emulator, listing, n8n, logFile, stop() }; stop() stops everything it started.
  */
 export async function startSandbox({
@@ -61,6 +63,7 @@ export async function startSandbox({
 	tarball,
 	workflows = [],
 	n8nEnv = {},
+	modelCredential,
 } = {}) {
 	const running = [];
 	const stop = async () => {
@@ -111,10 +114,11 @@ export async function startSandbox({
 
 		const credential = { ...emulatorCredential(emulator, CREDENTIAL) };
 		step(firstRun ? 'importing the credential and the example workflows…' : 'updating the credential…');
-		await importCredential(dir, credential);
-		const examples = [...exampleWorkflows().map(({ workflow }) => workflow), ...workflows].map((workflow) =>
-			withCredential(workflow.id === LISTING_WORKFLOW ? pointListingAt(workflow, listing.url) : workflow, credential),
-		);
+		await importCredential(dir, modelCredential ? [credential, modelCredential] : credential);
+		const examples = [...exampleWorkflows().map(({ workflow }) => workflow), ...workflows].map((workflow) => {
+			const filled = withCredential(workflow.id === LISTING_WORKFLOW ? pointListingAt(workflow, listing.url) : workflow, credential);
+			return modelCredential ? withModelCredential(filled, modelCredential) : filled;
+		});
 		const existing = firstRun ? new Set() : new Set((await querySqlite(dir, 'SELECT id FROM workflow_entity')).map((row) => row.id));
 		const missing = examples.filter((workflow) => !existing.has(workflow.id));
 		if (missing.length) {

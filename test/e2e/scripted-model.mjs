@@ -5,9 +5,11 @@
  * assert what actually reached the model: the tool descriptions and schemas, the tool results, the
  * error texts. Not a language model: a stand-in for one, because none can run here.
  *
- * A script is picked by the marker `[scenario:NAME]` in the user's message. It is a function of the
- * conversation so far — { userText, tools, results } where `results` are the tool calls already
- * answered, each { name, args, output, json } — returning the next move:
+ * A script is picked by the marker `[scenario:NAME]` in the user's messages (or the default scenario).
+ * It is a function of the conversation so far — { userText, message, system, tools, results, history }:
+ * `message` is the user's current message, `results` the tool calls of this turn already answered,
+ * each { name, args, output, json }, and `history` what came before the current message (an agent's
+ * memory): { messages: [{ role, text }], results } — returning the next move:
  *   { call: { name, args } } | { calls: [{ name, args }, …] } | { answer: 'text' }.
  */
 import http from 'node:http';
@@ -24,39 +26,53 @@ function parse(text) {
 const textOf = (content) =>
 	typeof content === 'string' ? content : Array.isArray(content) ? content.map((part) => part.text ?? '').join('') : '';
 
+/**
+ * Splits a conversation at the user's last message: what came before is history (memory), the tool
+ * calls answered after it are this turn's results. `entries` are { role, text } or { call } / { result }.
+ */
+function splitTurns(entries) {
+	const last = entries.findLastIndex((entry) => entry.role === 'user');
+	const calls = new Map();
+	const history = { messages: [], results: [] };
+	const results = [];
+	let system = '';
+	entries.forEach((entry, index) => {
+		if (entry.call) calls.set(entry.call.id, entry.call);
+		else if (entry.result) {
+			const output = entry.result.output;
+			const result = { ...calls.get(entry.result.id), output, json: parse(output) };
+			(index > last ? results : history.results).push(result);
+		} else if (entry.role === 'system' || entry.role === 'developer') system += entry.text;
+		else if (index < last) history.messages.push({ role: entry.role, text: entry.text });
+	});
+	const userText = entries.filter((entry) => entry.role === 'user').map((entry) => entry.text).join('\n');
+	return { userText, message: entries[last]?.text ?? '', system, results, history };
+}
+
 /** The conversation of a Chat Completions request, normalized. */
 function fromChatCompletions(body) {
-	const calls = new Map();
-	const results = [];
-	let userText = '';
+	const entries = [];
 	for (const message of body.messages ?? []) {
-		if (message.role === 'user') userText += textOf(message.content);
-		for (const call of message.tool_calls ?? []) calls.set(call.id, { name: call.function.name, args: parse(call.function.arguments) });
-		if (message.role === 'tool') {
-			const output = textOf(message.content);
-			results.push({ ...calls.get(message.tool_call_id), output, json: parse(output) });
-		}
+		if (message.role === 'tool') entries.push({ result: { id: message.tool_call_id, output: textOf(message.content) } });
+		else entries.push({ role: message.role, text: textOf(message.content) });
+		for (const call of message.tool_calls ?? []) entries.push({ call: { id: call.id, name: call.function.name, args: parse(call.function.arguments) } });
 	}
 	const tools = (body.tools ?? []).map(({ function: f }) => ({ name: f.name, description: f.description, parameters: f.parameters }));
-	return { userText, tools, results };
+	return { tools, ...splitTurns(entries) };
 }
 
 /** The conversation of a Responses API request, normalized. */
 function fromResponses(body) {
-	const calls = new Map();
-	const results = [];
-	let userText = '';
+	const entries = body.instructions ? [{ role: 'system', text: body.instructions }] : [];
 	const input = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : (body.input ?? []);
 	for (const item of input) {
-		if (item.role === 'user') userText += textOf(item.content);
-		if (item.type === 'function_call') calls.set(item.call_id, { name: item.name, args: parse(item.arguments) });
-		if (item.type === 'function_call_output') {
-			const output = typeof item.output === 'string' ? item.output : JSON.stringify(item.output);
-			results.push({ ...calls.get(item.call_id), output, json: parse(output) });
-		}
+		if (item.type === 'function_call') entries.push({ call: { id: item.call_id, name: item.name, args: parse(item.arguments) } });
+		else if (item.type === 'function_call_output') {
+			entries.push({ result: { id: item.call_id, output: typeof item.output === 'string' ? item.output : JSON.stringify(item.output) } });
+		} else if (item.role) entries.push({ role: item.role, text: textOf(item.content) });
 	}
 	const tools = (body.tools ?? []).filter((tool) => tool.type === 'function').map(({ name, description, parameters }) => ({ name, description, parameters }));
-	return { userText, tools, results };
+	return { tools, ...splitTurns(entries) };
 }
 
 let counter = 0;
@@ -133,11 +149,12 @@ function chatStream(res, reply) {
 }
 
 /**
- * Starts the model on a free local port. `scenarios` maps names to scripts (see above). Returns
+ * Starts the model on a free local port. `scenarios` maps names to scripts (see above);
+ * `defaultScenario` plays when a conversation names none (a person typing in n8n's chat). Returns
  * { baseUrl (for the OpenAI credential's Base URL), requests, forScenario(name), close() }; each
  * request is { api, path, body, scenario, userText, tools, results, move }.
  */
-export async function startScriptedModel({ scenarios }) {
+export async function startScriptedModel({ scenarios, defaultScenario }) {
 	const requests = [];
 	const server = http.createServer((req, res) => {
 		const chunks = [];
@@ -152,7 +169,7 @@ export async function startScriptedModel({ scenarios }) {
 			const body = parse(Buffer.concat(chunks).toString('utf8')) ?? {};
 			const api = path.endsWith('/responses') ? 'responses' : 'chat';
 			const conversation = api === 'responses' ? fromResponses(body) : fromChatCompletions(body);
-			const scenario = /\[scenario:([\w-]+)\]/.exec(conversation.userText)?.[1];
+			const scenario = /\[scenario:([\w-]+)\]/.exec(conversation.userText)?.[1] ?? defaultScenario;
 			const entry = { api, path, body, scenario, ...conversation };
 			requests.push(entry);
 			const script = scenarios[scenario];

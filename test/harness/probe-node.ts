@@ -16,6 +16,7 @@ import {
 	getPublication,
 	listPublications,
 	openFile,
+	signedFileLink,
 } from '../../nodes/ImagePack/transport';
 
 export class TransportProbe implements INodeType {
@@ -47,6 +48,10 @@ export class TransportProbe implements INodeType {
 		const path = this.getNodeParameter('path', 0) as string;
 		const timeoutMs = this.getNodeParameter('timeoutMs', 0) as number;
 		const connection = await getConnection(this);
+		if (action === 'link') {
+			const link = await signedFileLink(this, connection, path, { timeoutMs });
+			return [[{ json: { ...link }, pairedItem: 0 }]];
+		}
 		if (action === 'download') {
 			const file = await openFile(this, connection, path);
 			const binary = await this.helpers.prepareBinaryData(

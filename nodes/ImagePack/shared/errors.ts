@@ -43,6 +43,8 @@ const MESSAGES: Record<string, string> = {
 	unexpected_redirect:
 		'The Image Pack API answered with a redirect, which the node does not follow',
 	bad_redirect: 'The file endpoint redirected somewhere the node does not follow',
+	no_signed_link:
+		'The file endpoint served the file itself instead of a signed link, so there is no link to open without the API key',
 	answer_too_large: 'The Image Pack API answered with more data than an API answer can hold',
 	answer_cut_off: 'The answer of the Image Pack API was cut off before it was complete',
 };

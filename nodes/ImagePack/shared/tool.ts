@@ -14,7 +14,6 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-wor
 import {
 	DEFAULT_QUALITY,
 	IMAGE_COUNTS,
-	MAX_PROMPT_LENGTH,
 	MODELS,
 	type ModelSpec,
 	QUALITIES,
@@ -65,7 +64,7 @@ function modelLines(): string[] {
 }
 
 const FAILURE =
-	'A failure returns {"error": what failed, the code, what was charged, the request id, what to change}.';
+	'A failure returns {"error": what failed, the code, the charge, the request id, what to change}.';
 
 /**
  * The default tool description of each operation: what it does, what it costs, what it returns and
@@ -73,12 +72,13 @@ const FAILURE =
  */
 export const TOOL_DESCRIPTIONS = {
 	generate: [
-		'Generates e-commerce product images from a prompt and/or earlier images (takes up to 5 minutes).',
-		'Returns JSON: images[] (id, url, width, height), session_id, credits_charged, credits_estimated, warnings[] (where the result differs from the request), request_id.',
+		'Generates e-commerce product images from a prompt and/or earlier images.',
+		'Returns JSON: images[] (id), image_links[] (url, expires_at), session_id, credits_charged, warnings[] (differences from the request), request_id.',
+		'Show the user each image as Markdown ![description](its image_links url), never images[].url; links expire in an hour.',
 		'To refine earlier images pass their images[].id as reference image ids and their session_id.',
-		`Credits per image: ${modelLines().join('; ')}; auto picks a model itself.`,
-		`Prompt up to ${MAX_PROMPT_LENGTH} characters; ratios ${join(RATIOS)}; ${join(IMAGE_COUNTS)} images.`,
-		'A call over the credit cap of the workflow is refused.',
+		`Credits per image: ${modelLines().join('; ')}; auto picks one.`,
+		`Ratios ${join(RATIOS)}; ${join(IMAGE_COUNTS)} images.`,
+		'Calls over the credit cap are refused.',
 		FAILURE,
 	].join(' '),
 	get: [

@@ -21,6 +21,7 @@ export {
 	mimeTypeFor,
 	type FileOptions,
 } from './download';
+export { signedFileLink, type SignedLink, type LinkOptions } from './link';
 export { executionCancelSignal } from './scope';
 export { networkErrorCode } from './failures';
 export type { Answer } from './receive';

@@ -11,6 +11,15 @@ export const GENERATE_TIMEOUT_MS = 330_000;
 export const DEFAULT_TIMEOUT_MS = 60_000;
 /** A whole file download (redirects and body). */
 export const DOWNLOAD_TIMEOUT_MS = 300_000;
+/** Resolving one signed link (a single GET, retries included). */
+export const LINK_TIMEOUT_MS = 30_000;
+/** How long the file endpoint's signed link works (API document §4.4). */
+export const SIGNED_LINK_VALIDITY_MS = 60 * 60 * 1000;
+/**
+ * Taken off the hour when the node states a link's expiry: clocks of n8n and the service may differ,
+ * and a stated time should be one the link still works at.
+ */
+export const SIGNED_LINK_MARGIN_MS = 5 * 60 * 1000;
 
 export const limits = {
 	/** A JSON answer larger than this is refused (a list page of 200 records is about 60 KiB). */

@@ -60,7 +60,8 @@ export const ROUTES = {
 /** Which operations each scope unlocks, for messages that tell the user what to tick. */
 export const SCOPE_OPERATIONS: Record<Scope, string> = {
 	'generate:write': 'Generate',
-	'assets:read': 'Download File and the image downloads of Generate and Get Publication',
+	'assets:read':
+		'Download File, the image downloads of Generate and Get Publication, and the image links of Generate',
 	'documents:read': 'Get Publication, Get Many Publications and the Image Pack Trigger',
 };
 

@@ -22,6 +22,10 @@ export const properties: INodeProperties[] = [
 		name: 'includeManifest',
 		type: 'boolean',
 		default: true,
+		builderHint: {
+			propertyHint:
+				'Off when the next node is Image Pack publication get: it reads the manifest anyway and adds normalized.images, the shape file download needs.',
+		},
 		description:
 			'Whether to fetch each publication’s detail and add its manifest (the frozen pack document with download URLs) to the item',
 	},

@@ -20,6 +20,10 @@ export const description: INodeProperties[] = [
 		placeholder: '/api/file/abc.png',
 		description:
 			'The file path of a generated image (from Generate’s images list) or of a manifest image (its download_url field), a bare file name, or a full URL on the credential’s host. The signed link it redirects to is fetched without your API key.',
+		builderHint: {
+			propertyHint:
+				"One file per item. After Get Publication, Split Out normalized.images, skip entries whose download_url is empty (deleted images), then map expr('{{ $json.download_url }}') (or the split field's name). After Generate, an image's url, e.g. expr('{{ $json.images[0].url }}'); Generate already attaches its images as binaries unless Download Images is off.",
+		},
 		displayOptions: { show },
 	},
 	{

@@ -29,6 +29,10 @@ export const description: INodeProperties[] = [
 		default: '',
 		placeholder: '12345',
 		description: 'The numeric ID of the publication record, as emitted by the Image Pack Trigger',
+		builderHint: {
+			propertyHint:
+				"After the Image Pack Trigger, map the trigger item's id, e.g. expr('{{ $json.id }}'). As an AI Agent tool, fromAi('publicationId', 'The numeric id of the publication record', 'number').",
+		},
 		displayOptions: { show: { ...show, ...plainIdVersions } },
 	},
 	{
@@ -39,6 +43,10 @@ export const description: INodeProperties[] = [
 		default: { mode: 'list', value: '' },
 		description:
 			'The publication record to read: pick it from the newest publications (search by ID, pack, version, style code or date), or give its numeric ID (the ID field of an Image Pack Trigger item)',
+		builderHint: {
+			propertyHint:
+				"After the Image Pack Trigger use mode 'id' with the trigger item's id, e.g. expr('{{ $json.id }}'); mode 'list' is for a publication picked by hand. The output's normalized.images lists the images (download_url, null when deleted) for Split Out and then Download File.",
+		},
 		displayOptions: { show, hide: plainIdVersions },
 		modes: [
 			{

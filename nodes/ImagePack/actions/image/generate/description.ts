@@ -28,6 +28,10 @@ const properties: INodeProperties[] = [
 		default: '',
 		placeholder: 'A white sneaker on a marble pedestal, soft studio light',
 		description: `What to generate, up to ${MAX_PROMPT_LENGTH} characters. Optional when reference images are given. Ask for text (brand name, slogan, price) and Auto picks GPT Image 2.`,
+		builderHint: {
+			propertyHint:
+				"As an AI Agent tool, let the model write it: fromAi('prompt', 'Detailed English description of the product photo: product, setting, light, style', 'string'). In a batch, build it from the item's product fields.",
+		},
 	},
 	{
 		displayName: 'Model',
@@ -67,6 +71,10 @@ const properties: INodeProperties[] = [
 		type: 'options',
 		typeOptions: { loadOptionsMethod: 'getRatios', loadOptionsDependsOn: ['model'] },
 		default: DEFAULT_RATIO,
+		builderHint: {
+			propertyHint:
+				"A fixed ratio, or as an AI Agent tool fromAi('ratio', 'Aspect ratio: 1:1, 3:4, 4:5, 16:9 or 9:16', 'string'). Seedream and Qwen models have no 4:5.",
+		},
 		description:
 			'Aspect ratio of the images; only the ratios the chosen model supports are listed. Choose from the list, or specify an ID using an <a href="https://docs.n8n.io/code/expressions/">expression</a>.',
 	},
@@ -115,6 +123,10 @@ const properties: INodeProperties[] = [
 		placeholder: 'img_123, img_456',
 		description:
 			'Images to start from: image IDs (img_…) of an earlier Generate, separated by commas or spaces, or an expression returning a list. To refine the images of a previous Generate node, map its "images" field here.',
+		builderHint: {
+			propertyHint:
+				"To refine the images of an earlier Generate, map their ids, e.g. expr('{{ $json.images.map(image => image.id) }}'), and set Session ID from the same Generate. As an AI Agent tool: fromAi('referenceImageIds', 'Ids (img_...) of earlier images to start from, comma separated; empty for a new image', 'string'). Empty for a new image.",
+		},
 	},
 	{
 		displayName: 'Session ID',
@@ -124,6 +136,10 @@ const properties: INodeProperties[] = [
 		placeholder: 's_123',
 		description:
 			'Continue an existing session: map the session_id of an earlier Generate. Empty starts a new session.',
+		builderHint: {
+			propertyHint:
+				"Map the session_id of the Generate whose images are refined, e.g. expr('{{ $json.session_id }}'), together with their ids in Reference Image IDs. As an AI Agent tool: fromAi('sessionId', 'The session_id of the earlier call when refining its images; empty otherwise', 'string'). Empty starts a new session.",
+		},
 	},
 	{
 		displayName: 'Options',
@@ -159,6 +175,18 @@ const properties: INodeProperties[] = [
 				default: true,
 				description:
 					'Whether to attach the generated images as binary data (image_0, image_1, …). When the node runs as an AI agent’s tool, images are not downloaded unless this option is added and on: the agent only sees the JSON.',
+			},
+			{
+				displayName: 'Image Links',
+				name: 'imageLinks',
+				type: 'boolean',
+				default: false,
+				builderHint: {
+					propertyHint:
+						'Turn on when a later node posts the images as links (Slack, e-mail, a chat message): the output gets image_links[] (url, expires_at), valid about an hour; turn Download Images off if no file is needed. As an AI Agent tool links are added without this option.',
+				},
+				description:
+					'Whether to add image_links: for each image a link that opens it without the API key, to post in Slack, an e-mail or a chat. A link works for one hour; its expires_at says until when (5 minutes early, to be safe). Nothing is downloaded for it. When the node runs as an AI agent’s tool, links are added unless this option is added and off.',
 			},
 			{
 				displayName: 'Max Credits per Execution',

@@ -17,6 +17,7 @@ import {
 	getConnection,
 } from '../../../transport';
 import { type GeneratedImage, type GenerateResponse, type ReadAnswer, readAnswer } from './answer';
+import { addImageLinks, linkForImage, linksWanted } from './links';
 import type { RunMemory } from './memory';
 import { type ItemPlan, planItem } from './options';
 import { answerFor, openMemory } from './retry';
@@ -160,8 +161,14 @@ function outputItems(
 	if (splitImages) {
 		const shared = { ...result };
 		delete shared.images;
+		delete shared.image_links;
 		return images.map((image, index) => ({
-			json: { ...shared, image: image as unknown as IDataObject, image_index: index },
+			json: {
+				...shared,
+				image: image as unknown as IDataObject,
+				image_index: index,
+				...linkForImage(result, index),
+			},
 			binary: binaries[index] ? { data: binaries[index]! } : undefined,
 			pairedItem: { item: itemIndex },
 		}));
@@ -198,6 +205,9 @@ async function generateItem(
 		: readAnswer(answer.body, plan.request.body.n);
 	const result = resultOf(ctx, itemIndex, plan, answer, read, run);
 	const binaries = await downloadImages(ctx, itemIndex, read.images, plan, run, result);
+	if (linksWanted(plan.options.imageLinks, run.asTool)) {
+		await addImageLinks(ctx, run.connection, itemIndex, read.images, result);
+	}
 	return outputItems(itemIndex, result, read.images, binaries, plan.options.splitImages);
 }
 

@@ -20,6 +20,8 @@ export interface GenerateOptions {
 	concurrency: number;
 	/** Unset stays unset: the default depends on whether the node runs as an agent's tool. */
 	downloadImages?: boolean;
+	/** Unset stays unset: as an agent's tool the links are added unless turned off. */
+	imageLinks?: boolean;
 	maxCreditsPerExecution: number;
 	maxFileBytes: number;
 	/** On a retried execution, send again items whose earlier request may have been charged. */
@@ -50,6 +52,7 @@ function checkedOptions(raw: Record<string, unknown>): GenerateOptions {
 		acceptLanguage: language,
 		concurrency: number('concurrency', 'Concurrency'),
 		downloadImages: raw.downloadImages === undefined ? undefined : Boolean(raw.downloadImages),
+		imageLinks: raw.imageLinks === undefined ? undefined : Boolean(raw.imageLinks),
 		maxCreditsPerExecution: number('maxCreditsPerExecution', 'Max Credits per Execution'),
 		maxFileBytes: Math.floor(number('maxFileSizeMb', 'Max File Size (MB)') * 1024 * 1024),
 		resendUncertain: raw.resendUncertain === true,

@@ -1,0 +1,101 @@
+/**
+ * Image links: for each generated image, the file endpoint's signed link, which opens the image
+ * without the API key for about an hour. An AI agent's chat user sees only the text the model writes
+ * (n8n drops a tool's binaries), and a Slack message or an e-mail needs a link rather than a file, so
+ * the node hands out links: always as a tool, with the Image Links option otherwise. Nothing is
+ * downloaded for them.
+ *
+ * The links sit next to the API's answer (`image_links`, in the order of `images`), which stays as
+ * returned. The generation is paid for by then: a link that cannot be made is reported on its entry,
+ * never thrown.
+ */
+import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
+
+import { errorFacts } from '../../../shared/errors';
+import { type Connection, signedFileLink } from '../../../transport';
+import type { GeneratedImage } from './answer';
+
+/** One entry of `image_links`: the link and until when it works, or why there is none. */
+export interface ImageLink extends IDataObject {
+	id: string | null;
+	url: string | null;
+	expires_at?: string;
+	error?: string;
+}
+
+/** Errors that hold for every image of the call: the other links are not asked for. */
+const KEY_WIDE = new Set(['unauthorized', 'invalid_api_key', 'insufficient_scope', 'cancelled']);
+
+/** Whether this run adds links: the option when set, otherwise only as an agent's tool. */
+export function linksWanted(option: boolean | undefined, asTool: boolean): boolean {
+	return option ?? asTool;
+}
+
+/** Why an image has no link, in words a model or a person can act on. */
+function missingLinkText(error: unknown): string {
+	const facts = errorFacts(error);
+	const details = [
+		facts.code && `code ${facts.code}`,
+		facts.httpStatus && `HTTP ${facts.httpStatus}`,
+		facts.requestId && `request id ${facts.requestId}`,
+	].filter(Boolean);
+	const reason = facts.reason.replace(/\.?\s*$/, '');
+	return `No link: ${reason}${details.length ? ` (${details.join(', ')})` : ''}. The image was generated and charged; only its link is missing.`;
+}
+
+async function linkOf(
+	ctx: IExecuteFunctions,
+	connection: Connection,
+	image: GeneratedImage,
+	itemIndex: number,
+): Promise<{ link: ImageLink; keyWide?: boolean }> {
+	const id = typeof image.id === 'string' ? image.id : null;
+	try {
+		const { url, expiresAt } = await signedFileLink(ctx, connection, image.url, { itemIndex });
+		return { link: { id, url, expires_at: expiresAt } };
+	} catch (error) {
+		const link = { id, url: null, error: missingLinkText(error) };
+		return { link, keyWide: KEY_WIDE.has(errorFacts(error).code ?? '') };
+	}
+}
+
+/**
+ * Adds `image_links` to `result` (one entry per image, in order), and an execution hint when some
+ * could not be made. One request per image, one after the other; after an error that holds for the
+ * whole key (scope, revoked key, Stop) the remaining images get the same answer without a request.
+ */
+export async function addImageLinks(
+	ctx: IExecuteFunctions,
+	connection: Connection,
+	itemIndex: number,
+	images: GeneratedImage[],
+	result: IDataObject,
+): Promise<void> {
+	if (!images.length) return;
+	const links: ImageLink[] = [];
+	let stopped: string | undefined;
+	for (const image of images) {
+		if (stopped) {
+			links.push({ id: typeof image.id === 'string' ? image.id : null, url: null, error: stopped });
+			continue;
+		}
+		const { link, keyWide } = await linkOf(ctx, connection, image, itemIndex);
+		links.push(link);
+		if (keyWide) stopped = link.error;
+	}
+	result.image_links = links;
+	const missing = links.filter((link) => link.url === null);
+	if (missing.length && typeof ctx.addExecutionHints === 'function') {
+		ctx.addExecutionHints({
+			message: `Item ${itemIndex}: ${missing.length} of ${links.length} image links could not be made. ${missing[0].error}`,
+			location: 'outputPane',
+		});
+	}
+}
+
+/** With One Item per Image: the image's own link (`image_link`) instead of the whole list. */
+export function linkForImage(result: IDataObject, index: number): IDataObject {
+	const links = result.image_links;
+	if (!Array.isArray(links)) return {};
+	return { image_link: (links[index] as IDataObject | undefined) ?? null };
+}
