@@ -14,7 +14,6 @@ import {
 	PAGE_LIMIT,
 	startPoll,
 } from '../../nodes/ImagePack/shared/cursor';
-import { decodeRuns } from '../../nodes/ImagePack/shared/cursorState';
 import {
 	Model,
 	exactlyOnceProblems,
@@ -25,10 +24,8 @@ import {
 	readPages,
 	rec,
 	restart,
+	handledIds,
 } from './cursorModel';
-
-const handledIds = (state: { start: number; handled: string }) =>
-	decodeRuns(state.start, state.handled);
 
 describe('the same publication under two ids', () => {
 	/** Account a: ids 1..count, all committed; `copies` maps a copy's id to the id it repeats. */

@@ -17,7 +17,6 @@ import {
 	startPoll,
 	type ListPage,
 } from '../../nodes/ImagePack/shared/cursor';
-import { decodeRuns } from '../../nodes/ImagePack/shared/cursorState';
 import {
 	Model,
 	exactlyOnceProblems,
@@ -27,10 +26,8 @@ import {
 	readPages,
 	rec,
 	restart,
+	handledIds,
 } from './cursorModel';
-
-const handledIds = (state: { start: number; handled: string }) =>
-	decodeRuns(state.start, state.handled);
 
 describe('one poll, plain inputs', () => {
 	const page = (ids: number[], next?: number, overlap = 50): ListPage => ({

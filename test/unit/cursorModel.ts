@@ -16,6 +16,7 @@ import {
 	type ListPage,
 	type PublicationRecord,
 } from '../../nodes/ImagePack/shared/cursor';
+import { decodeRuns } from '../../nodes/ImagePack/shared/cursorState';
 
 export function upperBound(list: PublicationRecord[], id: number): number {
 	let lo = 0;
@@ -208,3 +209,7 @@ export function readPages(state: CursorState, pages: ListPage[], limit = PAGE_LI
 }
 
 export const size = (state: CursorState) => Buffer.byteLength(JSON.stringify(state));
+
+/** The ids a state records as handled above its start. */
+export const handledIds = (state: { start: number; handled: string }) =>
+	decodeRuns(state.start, state.handled);

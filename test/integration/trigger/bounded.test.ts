@@ -8,29 +8,12 @@ import { MANIFEST_CONCURRENCY, MAX_POLL_CHARS } from '../../../nodes/ImagePack/t
 import { emittedIds, expectOrderedBatches, range, useTrigger } from './helpers';
 
 // Retry-After waits up to 60 s are allowed here: only the poll's own time may cut them.
-const { emu, host, listRequests, publish } = useTrigger({
+const { emu, host, listRequests, publish, faultAfter } = useTrigger({
 	backoffMs: 1,
 	maxRetryAfterSeconds: 60,
 });
 
 const detailRequests = async () => await emu.control.requests({ route: 'getPublication' });
-
-/** Lets `okBefore` requests of the route through, then applies `fault` to the next one. */
-async function faultAfter(
-	route: 'listPublications' | 'getPublication',
-	okBefore: number,
-	fault: Parameters<typeof emu.control.injectFault>[0],
-) {
-	if (okBefore > 0)
-		await emu.control.injectFault({
-			route,
-			kind: 'slow',
-			when: 'before',
-			delayMs: 1,
-			count: okBefore,
-		});
-	await emu.control.injectFault(fault);
-}
 
 describe('Max Publications per Poll', () => {
 	it('each poll delivers at most that many, oldest first; the rest follow, each once, manifests read once', async () => {
@@ -88,7 +71,6 @@ describe('every wait of a poll ends by its deadline', () => {
 	it('a manifest request that hangs is cut at the deadline; what was complete is delivered, the rest next poll', async () => {
 		await emu.control.publishBulk({ count: 40 });
 		await faultAfter('getPublication', 8, {
-			route: 'getPublication',
 			kind: 'slow',
 			when: 'before',
 			delayMs: 20_000,
@@ -109,7 +91,6 @@ describe('every wait of a poll ends by its deadline', () => {
 	it('a Retry-After longer than the poll has left is not waited for; what was complete is delivered', async () => {
 		await emu.control.publishBulk({ count: 20 });
 		await faultAfter('getPublication', 8, {
-			route: 'getPublication',
 			kind: 'status',
 			status: 429,
 			code: 'rate_limited',
@@ -131,7 +112,6 @@ describe('every wait of a poll ends by its deadline', () => {
 		await publish();
 		const stored = poller.stored;
 		await faultAfter('listPublications', 0, {
-			route: 'listPublications',
 			kind: 'slow',
 			when: 'before',
 			delayMs: 20_000,

@@ -42,6 +42,18 @@ export function useTrigger(
 		durableHost: (parameters: INodeParameters, extra: HostExtra = {}) =>
 			new DurablePollerHost(options(parameters, extra)),
 		listRequests: async () => (await emu.control.requests({ route: 'listPublications' })).length,
+		/** Lets `okBefore` requests of the route through, then applies `fault` to the next one(s). */
+		faultAfter: async (
+			route: 'listPublications' | 'getPublication',
+			okBefore: number,
+			fault: Omit<Parameters<typeof emu.control.injectFault>[0], 'route'>,
+		) => {
+			if (okBefore > 0) {
+				const slow = { route, kind: 'slow' as const, when: 'before' as const, delayMs: 1 };
+				await emu.control.injectFault({ ...slow, count: okBefore });
+			}
+			await emu.control.injectFault({ ...fault, route });
+		},
 		/** Publishes through the global sequence; `commit: false` keeps it pending (a late commit). */
 		publish: async (accountId?: string, packId?: string, commit = true) =>
 			await emu.control.publish({ accountId, packId, commit }),

@@ -9,7 +9,7 @@ import { STATE_VERSION } from '../../../nodes/ImagePack/shared/cursor';
 import { credentialReads } from '../../harness/n8n';
 import { emittedIds, ids, storedBytes, useTrigger } from './helpers';
 
-const { emu, host, listRequests, publish } = useTrigger();
+const { emu, host, listRequests, publish, faultAfter } = useTrigger();
 
 describe('Fetch Test Event (manual mode)', () => {
 	it('returns the newest publication with its manifest, in O(log max id) requests, touching no state', async () => {
@@ -164,15 +164,7 @@ describe('faults', () => {
 		okBefore: number,
 		kind: 'status' | 'reset' = 'status',
 	) {
-		if (okBefore > 0)
-			await emu.control.injectFault({
-				route,
-				kind: 'slow',
-				when: 'before',
-				delayMs: 1,
-				count: okBefore,
-			});
-		await emu.control.injectFault({ route, kind, status: 500, count: kind === 'reset' ? 3 : 1 });
+		await faultAfter(route, okBefore, { kind, status: 500, count: kind === 'reset' ? 3 : 1 });
 	}
 
 	it.each([

@@ -15,7 +15,7 @@ import {
 
 const OVERLAP = 50;
 
-const { emu, host } = useTrigger();
+const { emu, host, faultAfter } = useTrigger();
 
 describe('randomized: hundreds of polls against the emulator (seeded)', () => {
 	/**
@@ -150,20 +150,8 @@ describe('randomized: hundreds of polls against the emulator (seeded)', () => {
 				faults++;
 				const route = includeManifest && random() < 0.5 ? 'getPublication' : 'listPublications';
 				const okBefore = Math.floor(random() * 3);
-				if (okBefore)
-					await emu.control.injectFault({
-						route,
-						kind: 'slow',
-						when: 'before',
-						delayMs: 1,
-						count: okBefore,
-					});
-				await emu.control.injectFault({
-					route,
-					kind: random() < 0.5 ? 'status' : 'reset',
-					status: 500,
-					count: 3,
-				});
+				const kind = random() < 0.5 ? 'status' : 'reset';
+				await faultAfter(route, okBefore, { kind, status: 500, count: 3 });
 			} else if (event < 0.1) {
 				restarts++;
 				await activateWithRetry(() => poller.restart());
