@@ -302,7 +302,14 @@ describe('the editor in Chromium (n8n 2.41.1, the sandbox)', { skip: skipReason 
 		await byId('node-execute-button').click();
 		await outputPanel().getByTestId('radio-button-json').click();
 		await outputPanel().getByText(/"pack_id": "pk_mugs"/).first().waitFor();
-		const json = (await outputPanel().innerText()).replace(/\s+/g, ' ');
+		// The JSON view renders its lines progressively: read it until the manifest is shown.
+		const shown = async () => (await outputPanel().innerText()).replace(/\s+/g, ' ');
+		const until = Date.now() + WAIT;
+		let json = await shown();
+		while (!/"manifest": \{ "schemaVersion": 3, "blocks": \[/.test(json) && Date.now() < until) {
+			await page.waitForTimeout(250);
+			json = await shown();
+		}
 		assert.match(json, /"id": 3, "pack_id": "pk_mugs", "version": 2,/);
 		assert.match(json, /"manifest": \{ "schemaVersion": 3, "blocks": \[/);
 		await screenshot('trigger-output', ndv());
