@@ -25,9 +25,11 @@ const MAX_GROWTH = 160 * MIB;
 export function drainRuns({ backlogs, caps, images, heapMiB, userBacklogs }) {
 	const runs = [];
 	const [first, ...others] = images;
-	for (const backlog of backlogs) for (const cap of caps) runs.push({ approach: 'trigger', backlog, cap, images: first });
+	// BENCH_DRAIN_HEAP_ALL=320: the main series with the heap capped too (is it flat there?).
+	const all = Number(process.env.BENCH_DRAIN_HEAP_ALL ?? 0) || undefined;
+	for (const backlog of backlogs) for (const cap of caps) runs.push({ approach: 'trigger', backlog, cap, images: first, heapMiB: all });
 	const mid = backlogs.includes(10_000) ? 10_000 : backlogs[0];
-	for (const count of others) for (const cap of caps) runs.push({ approach: 'trigger', backlog: mid, cap, images: count });
+	for (const count of others) for (const cap of caps) runs.push({ approach: 'trigger', backlog: mid, cap, images: count, heapMiB: all });
 	if (heapMiB) for (const count of images) for (const cap of caps) runs.push({ approach: 'trigger', backlog: mid, cap, images: count, heapMiB });
 	for (const backlog of userBacklogs) runs.push({ approach: 'user', backlog, images: first });
 	return runs;
@@ -212,16 +214,16 @@ function drainFigures(results) {
 			}),
 		);
 	}
-	// Flat in the backlog: the largest backlog's growth against the smallest's, per cap and image count.
-	for (const r of results.filter((x) => x.approach === 'trigger' && !x.heapMiB)) {
-		const series = results.filter((x) => x.approach === 'trigger' && !x.heapMiB && x.cap === r.cap && x.images === r.images);
+	// Flat in the backlog: the largest backlog's growth against the smallest's, per cap, image count and heap.
+	for (const r of results.filter((x) => x.approach === 'trigger')) {
+		const series = results.filter((x) => x.approach === 'trigger' && x.heapMiB === r.heapMiB && x.cap === r.cap && x.images === r.images);
 		if (series.length < 2 || r !== series.at(-1)) continue;
 		const largest = Math.max(...series.map((x) => x.growth));
 		const smallest = Math.min(...series.map((x) => x.growth));
 		figures.push(
 			figure({
 				group,
-				figure: `Image Pack Trigger, ${r.cap} per poll, ${r.images} images: peak RSS growth at ${series.map((x) => x.backlog.toLocaleString('en-US')).join(' / ')} (${series.map((x) => (x.growth / MIB).toFixed(0)).join(' / ')} MiB)`,
+				figure: `Image Pack Trigger, ${r.cap} per poll, ${r.images} images${r.heapMiB ? `, heap ${r.heapMiB} MiB` : ''}: peak RSS growth at ${series.map((x) => x.backlog.toLocaleString('en-US')).join(' / ')} (${series.map((x) => (x.growth / MIB).toFixed(0)).join(' / ')} MiB)`,
 				measured: largest,
 				ideal: smallest,
 				unit: 'bytes',
