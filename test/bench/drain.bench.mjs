@@ -22,7 +22,7 @@ const MAX_GROWTH = 160 * MIB;
  * Which runs the defaults make: 12-image manifests at every backlog and both caps; every other
  * image count, the capped heap and the user's build at 10,000 (the user's build at 1,000 too).
  */
-export function drainRuns({ backlogs, caps, images, heapMiB, userBacklogs }) {
+export function drainRuns({ backlogs, caps, images, heapMiB, userBacklogs, pollSeconds }) {
 	const runs = [];
 	const [first, ...others] = images;
 	// BENCH_DRAIN_HEAP_ALL=320: the main series with the heap capped too (is it flat there?).
@@ -31,12 +31,17 @@ export function drainRuns({ backlogs, caps, images, heapMiB, userBacklogs }) {
 	const mid = backlogs.includes(10_000) ? 10_000 : backlogs[0];
 	for (const count of others) for (const cap of caps) runs.push({ approach: 'trigger', backlog: mid, cap, images: count, heapMiB: all });
 	if (heapMiB) for (const count of images) for (const cap of caps) runs.push({ approach: 'trigger', backlog: mid, cap, images: count, heapMiB });
+	for (const run of runs) if (pollSeconds) run.pollSeconds = pollSeconds;
 	for (const backlog of userBacklogs) runs.push({ approach: 'user', backlog, images: first });
 	return runs;
 }
 
-/** Poll gap for a cap: a poll of that many manifests fits in 80 % of it on this machine (1 s for 100, 5 s for 1,000). */
-const pollSecondsFor = (cap) => Number(process.env.BENCH_DRAIN_POLL_SECONDS ?? Math.max(1, Math.ceil(cap / 200)));
+/**
+ * Poll gap of a run: `--n8n-drain-poll=<seconds>` when given, else the fastest a cap allows: a poll of
+ * that many manifests fits in 80 % of it on this machine (1 s for 100, 5 s for 1,000).
+ */
+const pollSecondsFor = (run) =>
+	run.pollSeconds ?? Number(process.env.BENCH_DRAIN_POLL_SECONDS ?? Math.max(1, Math.ceil(run.cap / 200)));
 
 /** BENCH_N8N_ENV='NAME=value,…': more environment for n8n (to try a setting). */
 function extraEnv() {
@@ -47,7 +52,7 @@ function extraEnv() {
 /** The workflow of a run, in a new n8n user folder with both credentials. */
 async function prepareRun(env, { endpoints, storage, tarball, run }) {
 	const baseUrl = endpoints.realisticBaseUrl;
-	const pollSeconds = run.approach === 'trigger' ? pollSecondsFor(run.cap) : undefined;
+	const pollSeconds = run.approach === 'trigger' ? pollSecondsFor(run) : undefined;
 	const id = run.approach === 'trigger' ? 'benchDrainTrigger' : 'benchDrainUser';
 	const workflow =
 		run.approach === 'trigger' ? imagePackTriggerWorkflow(id, { pollSeconds, maxPerPoll: run.cap }) : userPollWorkflow(id, baseUrl);
@@ -153,9 +158,9 @@ async function drainRun(env, { endpoints, storage, tarball, run, timeoutMs, cpuP
 }
 
 /** Every run of the matrix, one n8n start each (about 50 minutes with the defaults on 2 cores). */
-export async function benchN8nDrain(env, { endpoints, storage, backlogs, caps, images, heapMiB, userBacklogs, timeoutMs, cpuProfDir }) {
+export async function benchN8nDrain(env, { endpoints, storage, backlogs, caps, images, heapMiB, userBacklogs, pollSeconds, timeoutMs, cpuProfDir }) {
 	const only = process.env.BENCH_N8N_ONLY;
-	const runs = drainRuns({ backlogs, caps, images, heapMiB, userBacklogs }).filter((run) => !only || run.approach === only);
+	const runs = drainRuns({ backlogs, caps, images, heapMiB, userBacklogs, pollSeconds }).filter((run) => !only || run.approach === only);
 	const tarball = await packPackage();
 	const results = [];
 	try {
@@ -216,14 +221,14 @@ function drainFigures(results) {
 	}
 	// Flat in the backlog: the largest backlog's growth against the smallest's, per cap, image count and heap.
 	for (const r of results.filter((x) => x.approach === 'trigger')) {
-		const series = results.filter((x) => x.approach === 'trigger' && x.heapMiB === r.heapMiB && x.cap === r.cap && x.images === r.images);
+		const series = results.filter((x) => x.approach === 'trigger' && x.heapMiB === r.heapMiB && x.cap === r.cap && x.pollSeconds === r.pollSeconds && x.images === r.images);
 		if (series.length < 2 || r !== series.at(-1)) continue;
 		const largest = Math.max(...series.map((x) => x.growth));
 		const smallest = Math.min(...series.map((x) => x.growth));
 		figures.push(
 			figure({
 				group,
-				figure: `Image Pack Trigger, ${r.cap} per poll, ${r.images} images${r.heapMiB ? `, heap ${r.heapMiB} MiB` : ''}: peak RSS growth at ${series.map((x) => x.backlog.toLocaleString('en-US')).join(' / ')} (${series.map((x) => (x.growth / MIB).toFixed(0)).join(' / ')} MiB)`,
+				figure: `Image Pack Trigger, ${r.cap} per poll every ${r.pollSeconds} s, ${r.images} images${r.heapMiB ? `, heap ${r.heapMiB} MiB` : ''}: peak RSS growth at ${series.map((x) => x.backlog.toLocaleString('en-US')).join(' / ')} (${series.map((x) => (x.growth / MIB).toFixed(0)).join(' / ')} MiB)`,
 				measured: largest,
 				ideal: smallest,
 				unit: 'bytes',

@@ -496,6 +496,7 @@ export async function benchN8n(env, { endpoints, storage, quick, imageBytes, siz
 				images: drain.images ?? [12, 40],
 				heapMiB: drain.heapMiB ?? 320,
 				userBacklogs: drain.userBacklogs ?? (quick ? [1_000] : [1_000, 10_000]),
+				pollSeconds: drain.pollSeconds,
 				timeoutMs: triggerTimeoutMs ?? 40 * 60_000,
 				cpuProfDir,
 			})),

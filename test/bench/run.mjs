@@ -129,6 +129,7 @@ try {
 			images: numbers('n8n-drain-images'),
 			heapMiB: numbers('n8n-drain-heap')?.[0] ?? undefined,
 			userBacklogs: numbers('n8n-drain-user'),
+			pollSeconds: numbers('n8n-drain-poll')?.[0],
 		};
 		figures.push(...(await benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts, cpuProfDir, drain })));
 	}
