@@ -24,7 +24,7 @@ import {
 	type PublicationRecord,
 } from './shared/cursor';
 import { imagePackError } from './shared/errors';
-import { isPollTeardown, pollTeardownError, takeTurn } from './shared/polling';
+import { takeTurn } from './shared/polling';
 import { type Connection, getConnection } from './transport';
 import { DEFAULT_MAX_PER_POLL, MAX_MAX_PER_POLL, properties } from './trigger/description';
 import {
@@ -125,8 +125,8 @@ interface Drain {
 
 /**
  * One poll's delivery: pages and their manifests in turn, until Max Publications per Poll, the
- * size bound or the poll's time is reached. What is complete is delivered, also when n8n tore the
- * poll down or its last request was cut by the poll's time; the next poll continues after it.
+ * size bound or the poll's time is reached. What is complete is delivered, also when its last
+ * request was cut by the poll's time; the next poll continues after it.
  */
 async function drain(ctx: IPollFunctions, connection: Connection, options: Drain) {
 	const { includeManifest, maxPerPoll, times } = options;
@@ -149,13 +149,13 @@ async function drain(ctx: IPollFunctions, connection: Connection, options: Drain
 	const stopped = await read().then(
 		() => undefined,
 		(error: unknown) => {
-			if (isPollTeardown(error) || isCut(error)) return error;
+			if (isCut(error)) return error;
 			throw error;
 		},
 	);
 	const count = includeManifest ? details.length : Math.min(run.fresh.length, maxPerPoll);
 	if (stopped !== undefined && count === 0) {
-		throw isPollTeardown(stopped) ? pollTeardownError(ctx.getNode(), stopped) : stopped;
+		throw stopped;
 	}
 	const items = run.fresh.slice(0, count).map((record, index) => toItem(record, details[index]));
 	return { next: finishPoll(run, count), items };

@@ -2,7 +2,6 @@ import { sleep } from 'n8n-workflow';
 
 import {
 	COMMIT_GRACE_MS,
-	isPollTeardown,
 	resetPollTurns,
 	shortestPollGapMs,
 	takeTurn,
@@ -35,27 +34,6 @@ describe('shortestPollGapMs: a lower bound on the time to the next poll time', (
 			60_000,
 		);
 		expect(shortestPollGapMs([custom('0 * * * * *'), custom('*/10 * * * * *')])).toBe(60_000);
-	});
-});
-
-describe('isPollTeardown', () => {
-	const named = (name: string, message = 'x') => Object.assign(new Error(message), { name });
-
-	it('n8n’s expression engine errors, also as a cause', () => {
-		expect(isPollTeardown(named('IsolateError'))).toBe(true);
-		expect(isPollTeardown(named('PoolDisposedError'))).toBe(true);
-		expect(isPollTeardown(new Error('No bridge acquired for this context. Call acquire() first.'))).toBe(
-			true,
-		);
-		expect(isPollTeardown(new Error('wrapped', { cause: named('IsolateError') }))).toBe(true);
-	});
-
-	it('network and API errors are not', () => {
-		expect(isPollTeardown(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }))).toBe(
-			false,
-		);
-		expect(isPollTeardown(new Error('Request failed with status code 500'))).toBe(false);
-		expect(isPollTeardown(undefined)).toBe(false);
 	});
 });
 

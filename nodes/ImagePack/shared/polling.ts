@@ -6,7 +6,9 @@
  *   fires a poll whether or not the previous one is still running. Each timed poll acquires the
  *   workflow's expression engine and releases it when it ends, and the release is not counted: a
  *   poll that ends while an earlier one is still running takes the engine away from it, and the
- *   earlier poll's next authenticated request fails ("No bridge acquired for this context").
+ *   earlier poll's next expression evaluation fails ("No bridge acquired for this context"). The
+ *   trigger reads its parameters at the start and its credential needs no expression, so its
+ *   requests do not depend on the engine.
  * - Durable scheduler (N8N_POLLER_DURABLE_CURSORS_ENABLED and friends): every poll gets its own
  *   Workflow and its own copy of the stored cursor, committed together with the execution it starts
  *   and fenced by the poll task's lease, not by the cursor's value. A poll interrupted by a restart is
@@ -19,10 +21,7 @@
  * older than what this process last delivered skips too, until n8n has committed that delivery.
  * Nothing here can see a poll running in another process (several mains).
  */
-import type { INode, NodeOperationError } from 'n8n-workflow';
 import { sleep } from 'n8n-workflow';
-
-import { errorFacts, imagePackError } from './errors';
 
 /** How long a delivery may take to show up in the state n8n hands the next poll. */
 export const COMMIT_GRACE_MS = 2 * 60_000;
@@ -163,44 +162,4 @@ export function shortestPollGapMs(items: PollTimeItem[] | undefined): number {
 		if (next !== sorted[index]) gap = Math.min(gap, next - sorted[index]);
 	}
 	return gap * 1000;
-}
-
-const TEARDOWN_CODE = 'poll_teardown';
-
-/**
- * Whether an error means n8n took the poll's expression engine away (a poll time that ended while
- * this poll was still running, a poll abandoned after its timeout, n8n shutting down), as opposed to
- * a problem of the API or the network.
- */
-export function isPollTeardown(error: unknown): boolean {
-	let current = error as { name?: unknown; message?: unknown; cause?: unknown } | undefined;
-	for (let depth = 0; current && depth < 5; depth++) {
-		if (current.name === 'IsolateError' || current.name === 'PoolDisposedError') return true;
-		if (errorFacts(current).code === TEARDOWN_CODE) return true;
-		// n8n's own errors carry no code: their text is all there is.
-		const message = typeof current.message === 'string' ? current.message : '';
-		if (
-			/No bridge acquired for this context|Isolate for this caller is no longer available|Evaluator disposed|Pool is disposed/.test(
-				message,
-			)
-		) {
-			return true;
-		}
-		current = current.cause as typeof current;
-	}
-	return false;
-}
-
-/** How a poll that n8n tore down is reported (see isPollTeardown): never as an API or network error. */
-export function pollTeardownError(node: INode, cause: unknown) {
-	if (errorFacts(cause).code === TEARDOWN_CODE) return cause as NodeOperationError;
-	const detail = cause instanceof Error ? cause.message : String(cause);
-	return imagePackError(
-		node,
-		{ code: TEARDOWN_CODE, charge: 'not_charged' },
-		{
-			message: 'n8n ended this poll before it finished (not an API or network error)',
-			description: `n8n took the expression engine away from this poll: another poll of the trigger ended while it was running, the poll ran past n8n’s poll timeout, or n8n is shutting down. What the poll completed was delivered; nothing was skipped: the next poll continues from there. (${detail})`,
-		},
-	);
 }

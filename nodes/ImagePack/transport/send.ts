@@ -14,7 +14,6 @@
 import type { IDataObject, IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
 
 import { parseErrorBody, redact, retryAfterSeconds } from '../shared/errors';
-import { isPollTeardown, pollTeardownError } from '../shared/polling';
 import { discard, readCapped } from './body';
 import { type ApiContext, type Connection, CREDENTIAL_TYPE } from './connection';
 import { Failures, NOT_SENT_CODES, networkErrorCode, redirectError } from './failures';
@@ -128,8 +127,6 @@ async function attempt<R>(run: Attempt<R>): Promise<Step<R>> {
 	try {
 		response = await exchange(ctx, run.connection, out, scope);
 	} catch (error) {
-		// n8n took the poll's expression engine away: not the network; the caller decides.
-		if (isPollTeardown(error)) throw pollTeardownError(ctx.getNode(), error);
 		const code = networkErrorCode(error);
 		// A read can always be repeated; a POST only when it certainly never left the machine.
 		const repeatable = idempotent || (code !== undefined && NOT_SENT_CODES.has(code));
