@@ -1,7 +1,6 @@
-// What the drain bench measures in a running n8n (drain.bench.mjs): n8n's idle RSS, its peak over a
-// drain (the kernel's high-water mark and samples), V8's heap from n8n's /metrics, when a drain is
-// over, and the ids n8n stored as emitted.
-import fs from 'node:fs';
+// What the drain bench measures in a running n8n (drain.bench.mjs): n8n's idle RSS (its peak over a
+// drain is n8n.bench.mjs's watchRss), V8's heap from n8n's /metrics, when a drain is over, and the
+// ids n8n stored as emitted.
 import path from 'node:path';
 
 import { ensureN8n } from '../e2e/n8n-install.mjs';
@@ -91,28 +90,6 @@ export function watchV8(url) {
 			running = false;
 			await loop;
 			return max;
-		},
-	};
-}
-
-/** Peak RSS of a process from now on: the kernel's high-water mark (reset here when allowed) and samples. */
-export function watchRss(pid) {
-	let resettable = true;
-	try {
-		fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
-	} catch {
-		resettable = false;
-	}
-	let sampled = procStatus(pid).rss;
-	const timer = setInterval(() => {
-		const { rss } = procStatus(pid);
-		if (rss > sampled) sampled = rss;
-	}, 100);
-	return {
-		stop() {
-			clearInterval(timer);
-			const { hwm } = procStatus(pid);
-			return resettable && Number.isFinite(hwm) ? Math.max(hwm, sampled) : sampled;
 		},
 	};
 }

@@ -10,9 +10,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import { createUserFolder, importCredential, importWorkflow, packPackage, publishWorkflow, startN8n } from '../e2e/n8n.mjs';
-import { emittedIds, idleRss, untilDrained, v8Memory, watchRss, watchV8 } from './drain-measure.mjs';
+import { emittedIds, idleRss, untilDrained, v8Memory, watchV8 } from './drain-measure.mjs';
 import { figure } from './figures.ts';
-import { CREDENTIAL, HEADER_AUTH, hostStats, imagePackTriggerWorkflow, profiling, treeCpuMs, userPollWorkflow } from './n8n.bench.mjs';
+import { CREDENTIAL, HEADER_AUTH, hostStats, imagePackTriggerWorkflow, profiling, treeCpuMs, userPollWorkflow, watchRss } from './n8n.bench.mjs';
 
 const MIB = 2 ** 20;
 /** The bound on a catch-up's peak RSS growth. */

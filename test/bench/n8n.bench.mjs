@@ -56,11 +56,11 @@ export function procStatus(pid) {
 }
 
 /**
- * Peak RSS of one process over a piece of work: the kernel's high-water mark (reset before through
+ * Peak RSS of a process from now on: the kernel's high-water mark (reset here through
  * /proc/<pid>/clear_refs, Linux ≥ 4.0) and, as a cross-check where that reset is not allowed, samples
- * every 50 ms.
+ * every `everyMs`. stop() returns the peak.
  */
-async function peakRss(pid, work) {
+export function watchRss(pid, everyMs = 100) {
 	let resettable = true;
 	try {
 		fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
@@ -72,13 +72,28 @@ async function peakRss(pid, work) {
 	const timer = setInterval(() => {
 		const { rss } = procStatus(pid);
 		if (rss > sampled) sampled = rss;
-	}, 50);
+	}, everyMs);
+	return {
+		before,
+		resettable,
+		stop() {
+			clearInterval(timer);
+			const { hwm, rss } = procStatus(pid);
+			return resettable && Number.isFinite(hwm) ? Math.max(hwm, sampled) : Math.max(sampled, rss);
+		},
+	};
+}
+
+/** Peak RSS of one process over a piece of work (see watchRss). */
+async function peakRss(pid, work) {
+	const watch = watchRss(pid, 50);
+	let peak;
 	try {
 		const value = await work();
-		const { hwm, rss } = procStatus(pid);
-		return { value, before, peak: resettable && Number.isFinite(hwm) ? Math.max(hwm, sampled) : Math.max(sampled, rss), resettable };
+		peak = watch.stop();
+		return { value, before: watch.before, peak, resettable: watch.resettable };
 	} finally {
-		clearInterval(timer);
+		if (peak === undefined) watch.stop();
 	}
 }
 
