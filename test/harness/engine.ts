@@ -38,6 +38,8 @@ export interface EngineOptions {
 	/** Input items; several lists run the node several times in one execution (as a loop does). */
 	runs?: INodeExecutionData[][];
 	continueOnFail?: boolean;
+	/** On Error: Continue (using error output); implies continueOnFail. */
+	errorOutput?: boolean;
 	/** Retry On Fail with this many tries (n8n allows 2 to 5). */
 	maxTries?: number;
 	asTool?: boolean;
@@ -49,6 +51,8 @@ export interface EngineRun {
 	options: EngineOptions;
 	/** The output of the node's last run (empty when it failed). */
 	output: INodeExecutionData[];
+	/** Its error output (Continue (using error output)). */
+	errorOutput: INodeExecutionData[];
 	/** The node's error, when its last run failed. */
 	error?: { message: string; description?: string | null; context?: Record<string, unknown> };
 	/** The execution's context data of the node (`getContext('node')`). */
@@ -63,11 +67,12 @@ function quietErrorReporter() {
 }
 
 function nodeOf(options: EngineOptions): INode {
-	const node = makeNode(options.nodeType, options.parameters, {
+	const made = makeNode(options.nodeType, options.parameters, {
 		continueOnFail: options.continueOnFail,
 		retryOnFail: options.maxTries !== undefined,
 		asTool: options.asTool,
 	});
+	const node: INode = options.errorOutput ? { ...made, onError: 'continueErrorOutput' } : made;
 	// 1 ms between tries: n8n reads 0 as "not set" (1000 ms).
 	return options.maxTries === undefined
 		? node
@@ -98,6 +103,7 @@ async function execute(
 		executionId,
 		options,
 		output: (last?.data?.main?.[0] ?? []) as INodeExecutionData[],
+		errorOutput: (last?.data?.main?.[1] ?? []) as INodeExecutionData[],
 		error: last?.error as EngineRun['error'],
 		nodeContext: (run.data.executionData?.contextData?.[`node:${node.name}`] ?? {}) as Record<
 			string,

@@ -392,6 +392,8 @@ describe('imagePackError and errorFacts: facts travel on the error, not in its t
 			charge: 'not_charged',
 			apiMessage: '积分不足',
 			sessionId: null,
+		parameter: null,
+			parameter: null,
 			reason: 'Not enough credits',
 		});
 	});
@@ -463,6 +465,7 @@ describe('imagePackError and errorFacts: facts travel on the error, not in its t
 		charge: 'not_sent',
 		apiMessage: null,
 		sessionId: null,
+		parameter: null,
 	};
 
 	it('errors that are not ours get nulls, "not_sent" and their message as the reason', () => {

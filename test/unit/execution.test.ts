@@ -3,8 +3,9 @@
  * failure, let in-flight work finish, throw the first failure) and the Continue On Fail item helpers.
  * Concurrency is measured with counters, never with wall-clock assertions.
  */
-import type { JsonObject } from 'n8n-workflow';
-import { NodeApiError, NodeOperationError, sleep } from 'n8n-workflow';
+import { NodeOperationError, sleep } from 'n8n-workflow';
+
+import { imagePackError } from '../../nodes/ImagePack/shared/errors';
 
 import { errorItem, mapWithConcurrency } from '../../nodes/ImagePack/shared/execution';
 import { testNode as node } from '../harness/n8n';
@@ -202,28 +203,60 @@ describe('mapWithConcurrency: failures', () => {
 });
 
 function apiError(code: string, httpStatus: number, requestId?: string) {
-	const error = new NodeApiError(node, { code, httpStatus } as JsonObject, {
-		message: 'Not enough credits for this generation',
-		httpCode: String(httpStatus),
-	});
-	Object.assign(error.context, { code, httpStatus, requestId });
-	return error;
+	return imagePackError(
+		node,
+		{ code, httpStatus, requestId, charge: 'not_charged' },
+		{ message: 'Not enough credits for this generation' },
+	);
 }
 
-describe('errorItem', () => {
-	it('is { json: { error, code, httpStatus, requestId }, pairedItem } for an API error', () => {
-		expect(errorItem(apiError('insufficient_credits', 402, 'req_9'), 3)).toEqual({
+describe('errorItem: the shape n8n routes to the error output', () => {
+	const nulls = {
+		code: null,
+		httpStatus: null,
+		requestId: null,
+		charge: 'not_sent',
+		sessionId: null,
+		parameter: null,
+		apiMessage: null,
+	};
+
+	it('holds only error and details, with every fact of an API error', () => {
+		const item = errorItem(apiError('insufficient_credits', 402, 'req_9'), 3);
+		expect(item).toEqual({
 			json: {
 				error: 'Not enough credits for this generation',
-				code: 'insufficient_credits',
-				httpStatus: 402,
-				requestId: 'req_9',
+				details: {
+					...nulls,
+					code: 'insufficient_credits',
+					httpStatus: 402,
+					requestId: 'req_9',
+					charge: 'not_charged',
+				},
 			},
 			pairedItem: { item: 3 },
 		});
+		// n8n's handleNodeErrorOutput: json.error truthy and no keys but error, message and details.
+		expect(
+			Object.keys(item.json).every((key) => ['error', 'message', 'details'].includes(key)),
+		).toBe(true);
 	});
 
-	it('keeps a validation error’s code and nulls for the rest', () => {
+	it('a generation that may have been charged names its session', () => {
+		const error = imagePackError(
+			node,
+			{ code: 'timeout', httpStatus: 0, charge: 'may_have_been_charged', sessionId: 's_42' },
+			{ message: 'No answer in time' },
+		);
+		expect(errorItem(error, 0).json.details).toEqual({
+			...nulls,
+			code: 'timeout',
+			charge: 'may_have_been_charged',
+			sessionId: 's_42',
+		});
+	});
+
+	it('keeps a validation error’s code and parameter, nulls for the rest', () => {
 		const error = new NodeOperationError(
 			node,
 			'Item 0: Ratio "4:5" is not allowed for qwen-image-3.0-pro',
@@ -232,9 +265,7 @@ describe('errorItem', () => {
 		expect(errorItem(error, 0)).toEqual({
 			json: {
 				error: 'Item 0: Ratio "4:5" is not allowed for qwen-image-3.0-pro',
-				code: 'invalid_parameter',
-				httpStatus: null,
-				requestId: null,
+				details: { ...nulls, code: 'invalid_parameter', parameter: 'ratio' },
 			},
 			pairedItem: { item: 0 },
 		});
@@ -242,11 +273,11 @@ describe('errorItem', () => {
 
 	it('handles plain errors and values that are not errors', () => {
 		expect(errorItem(new Error('boom'), 1)).toEqual({
-			json: { error: 'boom', code: null, httpStatus: null, requestId: null },
+			json: { error: 'boom', details: nulls },
 			pairedItem: { item: 1 },
 		});
 		expect(errorItem('plain string', 2)).toEqual({
-			json: { error: 'plain string', code: null, httpStatus: null, requestId: null },
+			json: { error: 'plain string', details: nulls },
 			pairedItem: { item: 2 },
 		});
 		expect(errorItem(undefined, 4).pairedItem).toEqual({ item: 4 });

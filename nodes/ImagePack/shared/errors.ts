@@ -253,6 +253,7 @@ export function errorFacts(error: unknown) {
 		charge: (typeof context.charge === 'string' ? context.charge : 'not_sent') as ChargeOutcome,
 		apiMessage: typeof context.apiMessage === 'string' ? context.apiMessage : null,
 		sessionId: typeof context.sessionId === 'string' ? context.sessionId : null,
+		parameter: typeof context.parameter === 'string' ? context.parameter : null,
 		reason: typeof context.reason === 'string' ? context.reason : errorMessage(error),
 	};
 }

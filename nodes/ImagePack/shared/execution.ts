@@ -72,11 +72,21 @@ export async function mapWithConcurrency<T, R>(
 	return results;
 }
 
-/** The output item of a failed input item under Continue On Fail. */
+/**
+ * The output item of a failed input item under Continue On Fail, in the one shape n8n's error output
+ * routes: `json` holds only `error` (the English message) and `details` (the facts). Any other
+ * top-level key would keep it on the success output; setting the item's own `error` would make n8n
+ * replace `json` by the bare message. `charge` says what the failure cost; `sessionId` is where to
+ * check a generation that may have been charged (null: the newest "API generation" session).
+ */
 export function errorItem(error: unknown, itemIndex: number): INodeExecutionData {
-	const { code, httpStatus, requestId } = errorFacts(error);
+	const { code, httpStatus, requestId, charge, sessionId, parameter, apiMessage } =
+		errorFacts(error);
 	return {
-		json: { error: errorMessage(error), code, httpStatus, requestId },
+		json: {
+			error: errorMessage(error),
+			details: { code, httpStatus, requestId, charge, sessionId, parameter, apiMessage },
+		},
 		pairedItem: { item: itemIndex },
 	};
 }

@@ -178,11 +178,11 @@ describe('Continue On Fail with Retry On Fail', () => {
 	it('item 1 failing on every try: its error item, the others generated once', async () => {
 		await refundedFailure('item one', true);
 		const result = await runInEngine(engine({ continueOnFail: true }));
-		expect(result.output.map((item) => item.json.code ?? item.json.ok)).toEqual([
-			'internal_error',
-			true,
-			true,
-		]);
+		expect(
+			result.output.map(
+				(item) => (item.json.details as IDataObject | undefined)?.code ?? item.json.ok,
+			),
+		).toEqual(['internal_error', true, true]);
 		expect(await requestsPer()).toEqual([3, 1, 1]);
 		expect(await chargedPer()).toEqual([0, PRICE, PRICE]);
 	});
@@ -190,7 +190,10 @@ describe('Continue On Fail with Retry On Fail', () => {
 	it('an uncertain item 1 stays an error item on every try, never sent again', async () => {
 		await droppedAfterSending('item one');
 		const result = await runInEngine(engine({ continueOnFail: true }));
-		expect(result.output[0].json).toMatchObject({ code: 'network_error' });
+		expect(result.output[0].json.details).toMatchObject({
+			code: 'network_error',
+			charge: 'may_have_been_charged',
+		});
 		expect(String(result.output[0].json.error)).toMatch(/^Not sent again/);
 		expect(await requestsPer()).toEqual([1, 1, 1]);
 		expect(await chargedPer()).toEqual([PRICE, PRICE, PRICE]);

@@ -215,9 +215,15 @@ describe('Generate', () => {
 		expect(output[0].json.images).toHaveLength(1);
 		expect(output[1].json).toEqual({
 			error: expect.stringMatching(/^Item 1: Number of images "3"/),
-			code: 'invalid_parameter',
-			httpStatus: null,
-			requestId: null,
+			details: {
+				code: 'invalid_parameter',
+				httpStatus: null,
+				requestId: null,
+				charge: 'not_sent',
+				sessionId: null,
+				parameter: 'n',
+				apiMessage: null,
+			},
 		});
 		expect(output[2].json.images).toHaveLength(2);
 		expect(output.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 1 }, { item: 2 }]);
@@ -232,9 +238,15 @@ describe('Generate', () => {
 		});
 		expect(output[0].json).toEqual({
 			error: 'The generation failed on the service; the reserved credits were refunded',
-			code: 'internal_error',
-			httpStatus: 500,
-			requestId: expect.stringMatching(/^req_/),
+			details: {
+				code: 'internal_error',
+				httpStatus: 500,
+				requestId: expect.stringMatching(/^req_/),
+				charge: 'not_charged',
+				sessionId: null,
+				parameter: null,
+				apiMessage: expect.any(String),
+			},
 		});
 		expect(output[1].json.ok).toBe(true);
 		// The failed run was refunded; only the second one was charged.
