@@ -162,7 +162,7 @@ describe('Continue (using error output): the failed item, and only it, on the er
 		const run = await runInEngine(engine(parameters, [three(bad, good)]));
 		expect(run.run.status).toBe('success');
 		expect(run.output.length).toBeGreaterThanOrEqual(2);
-		expect(new Set(run.output.map((item) => (item.pairedItem as IDataObject).item))).toEqual(
+		expect(new Set(run.output.map((item) => (item.pairedItem as { item: number }).item))).toEqual(
 			new Set([0, 2]),
 		);
 		expect(run.output.every((item) => !('error' in item.json))).toBe(true);

@@ -392,7 +392,6 @@ describe('imagePackError and errorFacts: facts travel on the error, not in its t
 			charge: 'not_charged',
 			apiMessage: '积分不足',
 			sessionId: null,
-		parameter: null,
 			parameter: null,
 			reason: 'Not enough credits',
 		});
