@@ -234,22 +234,6 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 		assert.equal((await emulator.control.turns()).length, before);
 	});
 
-	it('API error with Continue On Fail: an error item with code, status and request id; the other item goes on', async () => {
-		const result = await execute(ids.continueOnFail);
-		assert.ok(result.ok, result.stdout + result.stderr);
-		const [good, bad] = result.nodeOutput('Generate');
-		assert.equal(good.json.ok, true);
-		assert.deepEqual(Object.keys(bad.json).sort(), ['code', 'error', 'httpStatus', 'requestId']);
-		assert.equal(bad.json.code, 'session_not_found');
-		assert.equal(bad.json.httpStatus, 404);
-		assert.match(bad.json.requestId, /^req_/);
-		assert.match(bad.json.error, /[a-z]/i);
-		assert.doesNotMatch(bad.json.error, /[\u4e00-\u9fff]/, 'English, not the API’s Chinese message');
-		assert.deepEqual(bad.pairedItem, { item: 1 });
-		const log = await emulator.control.requests({ route: 'generate' });
-		assert.ok(log.some((entry) => entry.requestId === bad.json.requestId && entry.status === 404));
-	});
-
 	it('example "scheduled batch generation": three products, two at a time, results saved in order', async () => {
 		await emulator.control.setLatency('generate', 1500);
 		try {
@@ -259,11 +243,10 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 			const saved = result.nodeOutput('Save results').map((item) => item.json);
 			assert.deepEqual(saved.map((row) => row.sku), ['MUG-001', 'TOTE-002', 'LAMP-003']);
 			for (const row of saved) {
-				assert.equal(row.status, 'generated');
 				assert.equal(row.credits_charged, 32);
 				assert.equal(row.files.split(', ').length, 2);
-				assert.equal(row.error, '');
 			}
+			assert.deepEqual(result.nodeOutput('Retry later'), [], 'nothing failed');
 			const generated = result.nodeOutput('Generate images');
 			assert.ok(generated.every((item) => item.binary?.image_0 && item.binary?.image_1));
 			const turns = (await emulator.control.turns()).slice(started);
@@ -275,5 +258,39 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 		} finally {
 			await emulator.control.setLatency('generate', 0);
 		}
+	});
+
+	it('example "scheduled batch generation": a product the account cannot pay for goes to Retry later, saying it cost nothing', async () => {
+		const { credits } = await emulator.control.getAccount(emulator.accountId);
+		await emulator.control.setCredits(emulator.accountId, 64); // two products of 32
+		try {
+			const result = await execute('ipxBatchGenerate');
+			assert.ok(result.ok, result.stdout + result.stderr);
+			assert.deepEqual(result.nodeOutput('Save results').map((row) => row.json.sku), ['MUG-001', 'TOTE-002']);
+			const [failed, ...more] = result.nodeOutput('Retry later').map((row) => row.json);
+			assert.equal(more.length, 0);
+			assert.equal(failed.sku, 'LAMP-003');
+			assert.match(failed.prompt, /lamp/i);
+			assert.equal(failed.code, 'insufficient_credits');
+			assert.equal(failed.charge, 'not_charged');
+			assert.match(failed.request_id, /^req_/);
+			assert.match(failed.reason, /credits/i);
+		} finally {
+			await emulator.control.setCredits(emulator.accountId, credits);
+		}
+	});
+
+	it('API error with Continue On Fail: an error item with code, status, request id and charge; the other item goes on', async () => {
+		const result = await execute(ids.continueOnFail);
+		assert.ok(result.ok, result.stdout + result.stderr);
+		const [good, bad] = result.nodeOutput('Generate');
+		assert.equal(good.json.ok, true);
+		assert.deepEqual(Object.keys(bad.json).sort(), ['details', 'error']);
+		assert.equal(bad.json.details.code, 'session_not_found');
+		assert.equal(bad.json.details.httpStatus, 404);
+		assert.equal(bad.json.details.charge, 'not_charged');
+		assert.match(bad.json.details.requestId, /^req_/);
+		assert.doesNotMatch(bad.json.error, /[\u4e00-\u9fff]/, 'English, not the API’s Chinese message');
+		assert.deepEqual(bad.pairedItem, { item: 1 });
 	});
 });
