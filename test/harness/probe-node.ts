@@ -15,9 +15,9 @@ import {
 	getConnection,
 	getPublication,
 	listPublications,
-	openFile,
 	signedFileLink,
 } from '../../nodes/ImagePack/transport';
+import { openFile } from '../../nodes/ImagePack/transport/download';
 
 export class TransportProbe implements INodeType {
 	description: INodeTypeDescription = {

@@ -1,11 +1,12 @@
 /**
- * English errors chosen by error.code (API document §7), descriptions for support, tolerant parsing of
- * error bodies, Retry-After, secret redaction and the scope each path needs (§5).
+ * English errors chosen by error.code (API document §7) and the facts of the route (§5), descriptions
+ * for support, tolerant parsing of error bodies, Retry-After, secret redaction.
  */
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import {
 	type ApiErrorInfo,
+	SCOPE_OPERATIONS,
 	chargeHint,
 	englishMessage,
 	errorFacts,
@@ -16,12 +17,9 @@ import {
 	retryAfterSeconds,
 } from '../../nodes/ImagePack/shared/errors';
 import { testNode as node } from '../harness/n8n';
-import { SCOPE_OPERATIONS, scopeForPath } from '../../nodes/ImagePack/transport/routes';
+import { ROUTES } from '../../nodes/ImagePack/transport/routes';
 
-const GENERATE = '/api/v1/generate';
-const LIST = '/api/v1/image-pack-publications';
-const DETAIL = '/api/v1/image-pack-publications/42';
-const FILE = '/api/file/abc.png';
+const { generate: GENERATE, listPublications: LIST, getPublication: DETAIL, file: FILE } = ROUTES;
 const CJK = /[\u3000-\u9fff\uff00-\uffef]/;
 
 const info = (
@@ -34,22 +32,7 @@ const info = (
 	...extra,
 });
 
-describe('scopeForPath', () => {
-	it.each([
-		[GENERATE, 'generate:write'],
-		[LIST, 'documents:read'],
-		[`${LIST}?since_id=0&limit=50`, 'documents:read'],
-		[DETAIL, 'documents:read'],
-		[FILE, 'assets:read'],
-		['/api/file/a%20b.png', 'assets:read'],
-		['/api/v2/generate', undefined],
-		['/api/file', undefined],
-		['/api/other', undefined],
-		['', undefined],
-	])('%p needs %p', (path, scope) => {
-		expect(scopeForPath(path)).toBe(scope);
-	});
-
+describe('SCOPE_OPERATIONS', () => {
 	it('names the operations of each of the three documented scopes', () => {
 		expect(Object.keys(SCOPE_OPERATIONS).sort()).toEqual([
 			'assets:read',
@@ -114,15 +97,15 @@ describe('englishMessage', () => {
 		[LIST, 'documents:read', 'Get Many Publications'],
 		[DETAIL, 'documents:read', 'Get Publication'],
 		[FILE, 'assets:read', 'Download File'],
-	])('insufficient_scope on %s names the scope %s and what needs it', (path, scope, operation) => {
-		const message = englishMessage(info('insufficient_scope', 403), path);
+	])('insufficient_scope on %o names the scope %s and what needs it', (route, scope, operation) => {
+		const message = englishMessage(info('insufficient_scope', 403), route);
 		expect(message).toContain(`lacks the ${scope} scope`);
 		expect(message).toContain(operation);
 		expect(message).toContain('developer center');
 	});
 
 	it('insufficient_scope on a path of unknown scope still says what happened', () => {
-		expect(englishMessage(info('insufficient_scope', 403), '/api/other')).toBe(
+		expect(englishMessage(info('insufficient_scope', 403), undefined)).toBe(
 			'The API key lacks the scope this operation needs',
 		);
 	});
@@ -161,8 +144,8 @@ describe('englishMessage', () => {
 
 	it('promises a refund for internal_error only on generate', () => {
 		expect(englishMessage(info('internal_error', 500), GENERATE)).toContain('refunded');
-		for (const path of [LIST, DETAIL, FILE]) {
-			const message = englishMessage(info('internal_error', 500), path);
+		for (const route of [LIST, DETAIL, FILE]) {
+			const message = englishMessage(info('internal_error', 500), route);
 			expect(message).not.toContain('refund');
 			expect(message).toContain('HTTP 500');
 		}

@@ -1,12 +1,28 @@
 /**
  * The pure helpers of the transport: where a file reference points and whether it may get the key
- * (PRODUCT.md §3: never send the key to another host), MIME types, and network error codes.
+ * (PRODUCT.md §3: never send the key to another host), MIME types, network error codes and the route of a path.
  */
-import {
-	mimeTypeFor,
-	networkErrorCode,
-	resolveFileReference,
-} from '../../nodes/ImagePack/transport';
+import { mimeTypeFor, resolveFileReference } from '../../nodes/ImagePack/transport/download';
+import { networkErrorCode } from '../../nodes/ImagePack/transport/failures';
+import { routeOf } from '../../nodes/ImagePack/transport/routes';
+
+describe('routeOf: the route, and so the scope (API document §5), of a path', () => {
+	const LIST = '/api/v1/image-pack-publications';
+	it.each([
+		['/api/v1/generate', 'generate:write'],
+		[LIST, 'documents:read'],
+		[`${LIST}?since_id=0&limit=50`, 'documents:read'],
+		[`${LIST}/42`, 'documents:read'],
+		['/api/file/abc.png', 'assets:read'],
+		['/api/file/a%20b.png', 'assets:read'],
+		['/api/v2/generate', undefined],
+		['/api/file', undefined],
+		['/api/other', undefined],
+		['', undefined],
+	])('%p needs %p', (path, scope) => {
+		expect(routeOf(path)?.scope).toBe(scope);
+	});
+});
 
 const BASE = 'https://images.example.com';
 

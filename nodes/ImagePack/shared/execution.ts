@@ -2,9 +2,15 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
-import { executionCancelSignal } from '../transport';
 import { errorFacts, errorMessage, imagePackError } from './errors';
 import { BOUNDS, ValidationIssue, numberOption } from './validate';
+
+/** n8n's cancel signal for this execution (Stop), where the context offers one (polls have none). */
+export function executionCancelSignal(ctx: object): AbortSignal | undefined {
+	const getter = (ctx as { getExecutionCancelSignal?: () => AbortSignal | undefined })
+		.getExecutionCancelSignal;
+	return typeof getter === 'function' ? getter.call(ctx) : undefined;
+}
 
 /**
  * Throws once the user stopped the execution (the editor's Stop, the REST API): no further item

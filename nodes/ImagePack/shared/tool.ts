@@ -19,7 +19,7 @@ import {
 	QUALITIES,
 	RATIOS,
 } from './catalog';
-import { type ChargeOutcome, errorFacts } from './errors';
+import { CHARGE_WORDS, type ChargeOutcome, errorFacts, nextStep } from './errors';
 
 /** Whether this run of the node is an AI agent's tool call (AI Agent 2.x and 3.x, n8n 1.x and 2.x). */
 export function runsAsTool(ctx: IExecuteFunctions): boolean {
@@ -102,42 +102,6 @@ export const TOOL_DESCRIPTIONS = {
 // ---------------------------------------------------------------------------------------------
 // Errors as text a model can act on.
 
-const CHARGE_WORDS: Record<ChargeOutcome, string> = {
-	not_sent: 'Nothing was sent and no credits were used.',
-	not_charged: 'The service refused or refunded the request: no credits were charged.',
-	may_have_been_charged:
-		'The generation may have run and may have been charged: do not call again automatically.',
-};
-
-/** What the model (or the user it talks to) can do next, by error code. */
-const NEXT_STEP: Record<string, string> = {
-	invalid_parameter: 'Correct that argument using the allowed values and call again.',
-	credit_cap_reached:
-		'Do not call again in this conversation turn: tell the user the credit cap of this workflow was reached.',
-	insufficient_credits:
-		'Do not retry: tell the user to top up the Image Pack account, or ask for fewer images, a lower resolution or a cheaper model.',
-	new_user_daily_limit:
-		'Do not retry: new accounts may spend 2000 credits per 24 hours; tell the user to try again later.',
-	rate_limited: 'Wait a minute before calling again.',
-	unauthorized:
-		'Do not retry: the user must fix the Image Pack API credential of this workflow (API key).',
-	invalid_api_key:
-		'Do not retry: the user must create a new API key and update the Image Pack API credential.',
-	insufficient_scope:
-		'Do not retry: the user must add the missing scope to the API key in the developer center.',
-	session_not_found:
-		'Call again without a session id, or with the session_id returned by an earlier successful call.',
-	reference_image_missing:
-		'Use only image ids returned by earlier successful calls (images[].id), or none.',
-	invalid_model: 'Use one of the listed models, or auto.',
-	invalid_request: 'Check the arguments against the tool description and call again.',
-	internal_error: 'You may call once more; if it fails again, tell the user.',
-	not_found:
-		'Check the id: list publications with the get-many operation, or use a file from an earlier result.',
-	timeout: 'Tell the user to check the session on the Image Pack website before asking again.',
-	network_error: 'Tell the user the Image Pack API could not be reached; do not retry now.',
-};
-
 export interface ToolErrorInput {
 	operation: string;
 	/** What failed, in English, without the item (already free of the API key). */
@@ -171,7 +135,7 @@ export function toolErrorText(input: ToolErrorInput): string {
 	if (input.apiMessage) {
 		parts.push(`The service’s message: ${input.apiMessage.trim().replace(/[^.。!?！？]$/, '$&.')}`);
 	}
-	const next = NEXT_STEP[code];
+	const next = nextStep(code);
 	if (next) parts.push(next);
 	return parts.join(' ');
 }

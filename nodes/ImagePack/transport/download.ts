@@ -15,11 +15,11 @@ import { imagePackError } from '../shared/errors';
 import { BodyTooLarge, discard, guardStream } from './body';
 import { type ApiContext, type Connection, parseUrl } from './connection';
 import { formatBytes, limits } from './limits';
-import { ROUTES } from './routes';
+import { type Outgoing, ROUTES } from './routes';
 import { type CallScope, openScope } from './scope';
 import { Failures } from './failures';
 import { headerValue } from './receive';
-import { type Outgoing, send } from './send';
+import { send } from './send';
 
 export interface FileOptions {
 	itemIndex?: number;

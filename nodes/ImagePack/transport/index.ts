@@ -13,19 +13,10 @@ import { openScope } from './scope';
 import { type Answer, type BrokenAnswer, jsonReceiver } from './receive';
 import { send } from './send';
 
-export { type ApiContext, type Connection, CREDENTIAL_TYPE, getConnection } from './connection';
-export {
-	downloadBinary,
-	openFile,
-	resolveFileReference,
-	mimeTypeFor,
-	type FileOptions,
-} from './download';
-export { signedFileLink, type SignedLink, type LinkOptions } from './link';
-export { executionCancelSignal } from './scope';
-export { networkErrorCode } from './failures';
+export { type Connection, getConnection } from './connection';
+export { downloadBinary } from './download';
+export { signedFileLink } from './link';
 export type { Answer } from './receive';
-export { limits, retryPolicy, GENERATE_TIMEOUT_MS, formatBytes } from './limits';
 export { PUBLICATIONS_PATH } from './routes';
 
 export interface CallOptions {

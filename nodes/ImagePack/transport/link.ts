@@ -10,11 +10,11 @@ import { discard } from './body';
 import type { ApiContext, Connection } from './connection';
 import { resolveFileReference } from './download';
 import { LINK_TIMEOUT_MS, SIGNED_LINK_MARGIN_MS, SIGNED_LINK_VALIDITY_MS } from './limits';
-import { ROUTES } from './routes';
+import { type Outgoing, ROUTES } from './routes';
 import { openScope } from './scope';
 import { Failures } from './failures';
 import { headerValue } from './receive';
-import { type Outgoing, send } from './send';
+import { send } from './send';
 
 export interface SignedLink {
 	/** The direct link: opens the file without the API key. */
