@@ -90,7 +90,9 @@ const CODES: Record<string, { message?: string; next?: string }> = {
 	answer_too_large: {
 		message: 'The Image Pack API answered with more data than an API answer can hold',
 	},
-	answer_cut_off: { message: 'The answer of the Image Pack API was cut off before it was complete' },
+	answer_cut_off: {
+		message: 'The answer of the Image Pack API was cut off before it was complete',
+	},
 	// The node's own codes: their messages name the parameter, the cap or the wait.
 	invalid_parameter: { next: 'Correct that argument using the allowed values and call again.' },
 	credit_cap_reached: {
@@ -319,8 +321,12 @@ export function imagePackError(
 	const uncertain = clean.charge === 'may_have_been_charged';
 	const hint = uncertain ? chargeHint(clean.sessionId) : undefined;
 	const noFailureStatus = !clean.httpStatus || clean.httpStatus < 300;
-	const reason = redact(hint && noFailureStatus ? `${words.message}. ${hint}` : words.message, words.secret);
-	const message = words.namesItem && itemIndex !== undefined ? `Item ${itemIndex}: ${reason}` : reason;
+	const reason = redact(
+		hint && noFailureStatus ? `${words.message}. ${hint}` : words.message,
+		words.secret,
+	);
+	const message =
+		words.namesItem && itemIndex !== undefined ? `Item ${itemIndex}: ${reason}` : reason;
 	const describe = [words.description, hint].filter(Boolean).join(' · ');
 	const description = describe ? redact(describe, words.secret) : undefined;
 	const error =

@@ -20,6 +20,7 @@ import {
 	RATIOS,
 } from './catalog';
 import { CHARGE_WORDS, type ChargeOutcome, errorFacts, nextStep } from './errors';
+import { type OperationName, operationOf } from './operations';
 
 /** Whether this run of the node is an AI agent's tool call (AI Agent 2.x and 3.x, n8n 1.x and 2.x). */
 export function runsAsTool(ctx: IExecuteFunctions): boolean {
@@ -70,7 +71,7 @@ const FAILURE =
  * The default tool description of each operation: what it does, what it costs, what it returns and
  * how to chain. Kept under 1024 characters, the smallest limit model APIs put on a tool description.
  */
-export const TOOL_DESCRIPTIONS = {
+export const TOOL_DESCRIPTIONS: Record<OperationName, string> = {
 	generate: [
 		'Generates e-commerce product images from a prompt and/or earlier images.',
 		'Returns JSON: images[] (id), image_links[] (url, expires_at), session_id, credits_charged, warnings[] (differences from the request), request_id.',
@@ -97,7 +98,7 @@ export const TOOL_DESCRIPTIONS = {
 		'Returns filename, mimeType and fileSize; the file itself is not shown to you.',
 		FAILURE,
 	].join(' '),
-} as const;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Errors as text a model can act on.
@@ -114,22 +115,15 @@ export interface ToolErrorInput {
 	apiMessage: string | null;
 }
 
-const OPERATION_WORDS: Record<string, string> = {
-	generate: 'Image generation',
-	get: 'Reading the publication',
-	getMany: 'Listing publications',
-	download: 'Downloading the file',
-};
-
 /** One English paragraph: what failed, the code, what was charged, the request id, what to do. */
 export function toolErrorText(input: ToolErrorInput): string {
-	const what = (OPERATION_WORDS[input.operation] ?? 'The Image Pack call') + ' failed';
+	const operation = operationOf(input.operation);
+	const what = (operation?.failing ?? 'The Image Pack call') + ' failed';
 	const reason = input.reason.replace(/\.?\s*$/, '.');
 	const code = input.code ?? 'unknown';
 	const status = input.httpStatus ? `, HTTP ${input.httpStatus}` : '';
 	const parts = [`${what}: ${reason}`, `Error code: ${code}${status}.`];
-	// Generation is the only operation that costs credits.
-	if (input.operation === 'generate') parts.push(CHARGE_WORDS[input.charge]);
+	if (operation?.paid) parts.push(CHARGE_WORDS[input.charge]);
 	else parts.push('This operation never costs credits.');
 	if (input.requestId) parts.push(`Request id: ${input.requestId}.`);
 	if (input.apiMessage) {
@@ -153,7 +147,7 @@ export function toolErrorItem(
 		httpStatus: facts.httpStatus,
 	};
 	if (facts.requestId) json.requestId = facts.requestId;
-	if (operation === 'generate') json.charged = facts.charge;
+	if (operationOf(operation)?.paid) json.charged = facts.charge;
 	return { json, pairedItem: { item: itemIndex } };
 }
 

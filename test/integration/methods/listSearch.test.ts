@@ -1,6 +1,6 @@
 /**
- * Get Publication's picker (node version 1.1) and the plain ID of saved version-1 workflows, in real
- * n8n contexts (LoadOptionsContext for "From list", ExecuteContext for runs) against the emulator.
+ * Get Publication's picker, in real n8n contexts (LoadOptionsContext for "From list", ExecuteContext
+ * for runs) against the emulator.
  */
 import type { INodeParameters } from 'n8n-workflow';
 
@@ -94,20 +94,16 @@ describe('Publication picker (From list)', () => {
 	});
 });
 
-describe('Saved workflows keep their plain publication ID', () => {
-	it('version 1 with a number, a string and an expression; version 1.1 with list and ID modes', async () => {
+describe('The picker’s value runs', () => {
+	it('in list mode, and in ID mode with an expression', async () => {
 		const record = await emulator.control.publish({ packId: 'pk_saved' });
-		const runs: Array<[number, INodeParameters[string]]> = [
-			[1, record.id],
-			[1, String(record.id)],
-			[1, '={{ $json.id }}'],
-			[1.1, { __rl: true, mode: 'list', value: String(record.id), cachedResultName: 'whatever' }],
-			[1.1, { __rl: true, mode: 'id', value: '={{ $json.id }}' }],
+		const runs: INodeParameters[string][] = [
+			{ __rl: true, mode: 'list', value: String(record.id), cachedResultName: 'whatever' },
+			{ __rl: true, mode: 'id', value: '={{ $json.id }}' },
 		];
-		for (const [typeVersion, publicationId] of runs) {
+		for (const publicationId of runs) {
 			const [[item]] = await runNode({
 				nodeType: new ImagePack(),
-				typeVersion,
 				parameters: getParameters(publicationId),
 				items: [{ json: { id: record.id } }],
 				credentials: credentials(),

@@ -1,16 +1,16 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { updateDisplayOptions } from 'n8n-workflow';
 
 import {
 	eachItem,
 	invalidParameter,
+	itemParameters,
 	maxFileBytes,
 	maxFileSizeOption,
 } from '../../shared/execution';
 import { downloadBinary, getConnection } from '../../transport';
 
-const show = { resource: ['file'], operation: ['download'] };
-
-export const description: INodeProperties[] = [
+const properties: INodeProperties[] = [
 	{
 		displayName: 'File URL',
 		name: 'fileUrl',
@@ -24,7 +24,6 @@ export const description: INodeProperties[] = [
 			propertyHint:
 				"One file per item. After Get Publication, Split Out normalized.images, skip entries whose download_url is empty (deleted images), then map expr('{{ $json.download_url }}') (or the split field's name). After Generate, an image's url, e.g. expr('{{ $json.images[0].url }}'); Generate already attaches its images as binaries unless Download Images is off.",
 		},
-		displayOptions: { show },
 	},
 	{
 		displayName: 'Put Output File in Field',
@@ -33,7 +32,6 @@ export const description: INodeProperties[] = [
 		required: true,
 		default: 'data',
 		hint: 'The name of the output binary field to put the file in',
-		displayOptions: { show },
 	},
 	{
 		displayName: 'Options',
@@ -41,10 +39,14 @@ export const description: INodeProperties[] = [
 		type: 'collection',
 		placeholder: 'Add Option',
 		default: {},
-		displayOptions: { show },
 		options: [maxFileSizeOption],
 	},
 ];
+
+export const description = updateDisplayOptions(
+	{ show: { resource: ['file'], operation: ['download'] } },
+	properties,
+);
 
 export async function execute(
 	this: IExecuteFunctions,
@@ -70,10 +72,10 @@ export async function execute(
 				itemIndex,
 			);
 		}
-		const binary = await downloadBinary(this, connection, fileUrl, {
-			itemIndex,
-			maxBytes: maxFileBytes(this.getNodeParameter('options', itemIndex, {})),
-		});
+		const maxBytes = itemParameters(this, itemIndex, () =>
+			maxFileBytes(this.getNodeParameter('options', itemIndex, {})),
+		);
+		const binary = await downloadBinary(this, connection, fileUrl, { itemIndex, maxBytes });
 		return [
 			{
 				json: {

@@ -5,36 +5,19 @@ import type {
 	INodeExecutionData,
 	INodeProperties,
 } from 'n8n-workflow';
+import { updateDisplayOptions } from 'n8n-workflow';
 
 import {
 	eachItem,
 	invalidParameter,
+	itemParameters,
 	maxFileBytes,
 	maxFileSizeOption,
 } from '../../shared/execution';
 import { normalizeManifest } from '../../shared/manifest';
 import { type Connection, downloadBinary, getConnection, getPublication } from '../../transport';
 
-const show = { resource: ['publication'], operation: ['get'] };
-
-/** Node version 1 stored the id as a plain string; saved workflows keep it that way (see README). */
-const plainIdVersions = { '@version': [1] };
-
-export const description: INodeProperties[] = [
-	{
-		displayName: 'Publication ID',
-		name: 'publicationId',
-		type: 'string',
-		required: true,
-		default: '',
-		placeholder: '12345',
-		description: 'The numeric ID of the publication record, as emitted by the Image Pack Trigger',
-		builderHint: {
-			propertyHint:
-				"After the Image Pack Trigger, map the trigger item's id, e.g. expr('{{ $json.id }}'). As an AI Agent tool, fromAi('publicationId', 'The numeric id of the publication record', 'number').",
-		},
-		displayOptions: { show: { ...show, ...plainIdVersions } },
-	},
+const properties: INodeProperties[] = [
 	{
 		displayName: 'Publication',
 		name: 'publicationId',
@@ -47,7 +30,6 @@ export const description: INodeProperties[] = [
 			propertyHint:
 				"After the Image Pack Trigger use mode 'id' with the trigger item's id, e.g. expr('{{ $json.id }}'); mode 'list' is for a publication picked by hand. The output's normalized.images lists the images (download_url, null when deleted) for Split Out and then Download File.",
 		},
-		displayOptions: { show, hide: plainIdVersions },
 		modes: [
 			{
 				displayName: 'From List',
@@ -79,7 +61,6 @@ export const description: INodeProperties[] = [
 		type: 'collection',
 		placeholder: 'Add Option',
 		default: {},
-		displayOptions: { show },
 		options: [
 			{
 				displayName: 'Download Images',
@@ -94,9 +75,14 @@ export const description: INodeProperties[] = [
 	},
 ];
 
+export const description = updateDisplayOptions(
+	{ show: { resource: ['publication'], operation: ['get'] } },
+	properties,
+);
+
 /** Reads the record id of an item; rejects anything but a positive integer before sending. */
 export function publicationIdOf(ctx: IExecuteFunctions, itemIndex: number): number {
-	// A plain value (node version 1) or a picker value ({ mode, value }, version 1.1), read alike.
+	// The picker's value ({ mode, value }); a plain value (an expression, a test) reads alike.
 	const raw = ctx.getNodeParameter('publicationId', itemIndex, '', { extractValue: true }) as
 		| string
 		| number;
@@ -152,20 +138,14 @@ export async function execute(
 ): Promise<INodeExecutionData[]> {
 	const connection = await getConnection(this);
 	return await eachItem(this, items, async (itemIndex) => {
-		const id = publicationIdOf(this, itemIndex);
-		const options = this.getNodeParameter('options', itemIndex, {}) as {
-			downloadImages?: boolean;
-		};
-		const maxBytes = maxFileBytes(options);
-		return [
-			await fetchPublication(
-				this,
-				id,
-				itemIndex,
-				Boolean(options.downloadImages),
-				connection,
-				maxBytes,
-			),
-		];
+		const { id, downloadImages, maxBytes } = itemParameters(this, itemIndex, () => {
+			const options = this.getNodeParameter('options', itemIndex, {}) as IDataObject;
+			return {
+				id: publicationIdOf(this, itemIndex),
+				downloadImages: Boolean(options.downloadImages),
+				maxBytes: maxFileBytes(options),
+			};
+		});
+		return [await fetchPublication(this, id, itemIndex, downloadImages, connection, maxBytes)];
 	});
 }
