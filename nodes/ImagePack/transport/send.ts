@@ -13,12 +13,18 @@
  */
 import type { IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
 
-import { parseErrorBody, redact, retryAfterSeconds } from '../shared/errors';
+import { redact } from '../shared/errors';
 import { discard, readCapped } from './body';
 import { type ApiContext, type Connection, CREDENTIAL_TYPE } from './connection';
 import { Failures, NOT_SENT_CODES, networkErrorCode, redirectError } from './failures';
 import { backoff, limits, retryPolicy } from './limits';
-import { type BrokenAnswer, type Receiver, headerValue } from './receive';
+import {
+	type BrokenAnswer,
+	type Receiver,
+	headerValue,
+	parseErrorBody,
+	retryAfterSeconds,
+} from './receive';
 import type { Outgoing } from './routes';
 import { type CallScope, pause, remainingMs } from './scope';
 
