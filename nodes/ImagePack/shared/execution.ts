@@ -91,8 +91,9 @@ export function errorItem(error: unknown, itemIndex: number): INodeExecutionData
 }
 
 /**
- * n8n errors pass through as they are; a bad parameter value becomes an error naming the item, the
- * parameter and the allowed values; anything unexpected is wrapped with the item it belongs to.
+ * n8n errors pass through as they are; a bad parameter value of an item, found before anything was
+ * sent, becomes an error naming the item, the parameter and the allowed values; anything unexpected
+ * is wrapped with the item it belongs to.
  */
 export function asNodeError(
 	ctx: IExecuteFunctions,
@@ -101,27 +102,18 @@ export function asNodeError(
 ): NodeApiError | NodeOperationError {
 	if (error instanceof NodeApiError || error instanceof NodeOperationError) return error;
 	if (error instanceof ValidationIssue && itemIndex !== undefined) {
-		return invalidParameter(ctx, error.parameter, error.message, itemIndex);
+		const { parameter, message } = error;
+		return imagePackError(
+			ctx.getNode(),
+			{ code: 'invalid_parameter', parameter, charge: 'not_sent', itemIndex },
+			{
+				message,
+				description: `Parameter "${parameter}" of item ${itemIndex}. Nothing was sent and no credits were used.`,
+				namesItem: true,
+			},
+		);
 	}
 	return new NodeOperationError(ctx.getNode(), error as Error, { itemIndex });
-}
-
-/** A bad parameter value of an item, found before anything was sent. */
-export function invalidParameter(
-	ctx: IExecuteFunctions,
-	parameter: string,
-	message: string,
-	itemIndex: number,
-): NodeOperationError {
-	return imagePackError(
-		ctx.getNode(),
-		{ code: 'invalid_parameter', parameter, charge: 'not_sent', itemIndex },
-		{
-			message,
-			description: `Parameter "${parameter}" of item ${itemIndex}. Nothing was sent and no credits were used.`,
-			namesItem: true,
-		},
-	) as NodeOperationError;
 }
 
 /**

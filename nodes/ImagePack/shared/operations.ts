@@ -16,11 +16,6 @@ export const OPERATIONS = {
 
 export type OperationName = keyof typeof OPERATIONS;
 
-/** The words and facts of an operation, for any value a workflow may hold. */
-export function operationOf(
-	operation: string,
-): { resource: string; title: string; failing: string; paid?: boolean } | undefined {
-	return Object.prototype.hasOwnProperty.call(OPERATIONS, operation)
-		? OPERATIONS[operation as OperationName]
-		: undefined;
-}
+/** The words and facts of an operation, for any value a workflow may hold (undefined when unknown). */
+export const operationOf = (operation: string) =>
+	(OPERATIONS as Partial<Record<string, { failing: string; paid?: boolean }>>)[operation];

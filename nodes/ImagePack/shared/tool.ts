@@ -157,18 +157,6 @@ export function toolErrorItem(
 /** Key in the execution's flow context: credits spent or reserved by every Image Pack node of the run. */
 const LEDGER_KEY = 'imagePackCreditsSpent';
 
-export class CreditCapReached extends Error {
-	constructor(
-		readonly cap: number,
-		readonly spent: number,
-		readonly estimate: number,
-	) {
-		super(
-			`The credit cap of this workflow run is reached: ${spent} of ${cap} credits (Max Credits per Execution) are already spent or reserved, and this request could cost ${estimate} more`,
-		);
-	}
-}
-
 /**
  * Credits spent in the current execution, shared by every Image Pack node and every tool call of
  * it. Lives in n8n's execution context data, so it follows the execution (including a resumed one)
@@ -179,14 +167,12 @@ export class ExecutionLedger {
 	private readonly context: IDataObject;
 
 	constructor(ctx: IExecuteFunctions) {
-		let context: IDataObject;
 		try {
-			context = ctx.getContext('flow') as IDataObject;
+			this.context = ctx.getContext('flow') as IDataObject;
 		} catch {
 			// A context without execution data (none seen in n8n itself): the cap then holds for this node run.
-			context = {};
+			this.context = {};
 		}
-		this.context = context;
 	}
 
 	get spent(): number {
@@ -194,12 +180,11 @@ export class ExecutionLedger {
 		return Number.isFinite(value) ? value : 0;
 	}
 
-	/** Reserves `estimate` credits, or throws CreditCapReached when the cap (> 0) would be passed. */
-	reserve(estimate: number, cap: number): void {
-		if (cap > 0 && this.spent + estimate > cap) {
-			throw new CreditCapReached(cap, this.spent, estimate);
-		}
+	/** Reserves `estimate` credits; false, reserving nothing, when the cap (> 0) would be passed. */
+	reserve(estimate: number, cap: number): boolean {
+		if (cap > 0 && this.spent + estimate > cap) return false;
 		this.context[LEDGER_KEY] = this.spent + estimate;
+		return true;
 	}
 
 	/** Replaces a reservation by what was actually charged (0 when the service charged nothing). */

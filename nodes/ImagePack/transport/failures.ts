@@ -96,6 +96,20 @@ export class Failures {
 		);
 	}
 
+	/** A redirect the node will not follow (the key stays home), naming where it pointed. */
+	redirect(status: number, location: string | undefined, requestId: string | undefined) {
+		const { out } = this;
+		const target = location
+			? redact(location, this.connection.apiKey).slice(0, 300)
+			: '(no Location header)';
+		return this.answer(
+			{ code: 'unexpected_redirect', httpStatus: status, requestId },
+			'unknown',
+			`redirect target: ${target} · not followed, so the API key was not sent there`,
+			`The Image Pack API answered ${out.route.method} ${out.path} with a redirect (HTTP ${status}) to ${target}, which the node does not follow: check the Base URL of the credential`,
+		);
+	}
+
 	private build(
 		facts: Omit<Parameters<typeof imagePackError>[1], 'itemIndex' | 'sessionId'>,
 		message: string,
@@ -108,22 +122,4 @@ export class Failures {
 			{ message, description, secret: this.connection.apiKey },
 		);
 	}
-}
-
-/** A redirect the node will not follow (the key stays home), naming where it pointed. */
-export function redirectError(
-	fail: Failures,
-	out: Outgoing,
-	status: number,
-	location: string | undefined,
-	requestId: string | undefined,
-	{ apiKey }: Connection,
-) {
-	const target = location ? redact(location, apiKey).slice(0, 300) : '(no Location header)';
-	return fail.answer(
-		{ code: 'unexpected_redirect', httpStatus: status, requestId },
-		'unknown',
-		`redirect target: ${target} · not followed, so the API key was not sent there`,
-		`The Image Pack API answered ${out.route.method} ${out.path} with a redirect (HTTP ${status}) to ${target}, which the node does not follow: check the Base URL of the credential`,
-	);
 }

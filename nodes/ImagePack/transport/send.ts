@@ -16,7 +16,7 @@ import type { IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
 import { redact } from '../shared/errors';
 import { discard, readCapped } from './body';
 import { type ApiContext, type Connection, CREDENTIAL_TYPE } from './connection';
-import { Failures, NOT_SENT_CODES, networkErrorCode, redirectError } from './failures';
+import { Failures, NOT_SENT_CODES, networkErrorCode } from './failures';
 import { backoff, limits, retryPolicy } from './limits';
 import {
 	type BrokenAnswer,
@@ -132,7 +132,7 @@ async function attempt<R>(run: Attempt<R>): Promise<Step<R>> {
 	if (isRedirect(status)) {
 		discard(response.body);
 		const location = headerValue(response.headers, 'location');
-		throw redirectError(fail, out, status, location, requestId, run.connection);
+		throw fail.redirect(status, location, requestId);
 	}
 	return await refused(run, response, requestId);
 }

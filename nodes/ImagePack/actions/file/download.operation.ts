@@ -1,13 +1,8 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { updateDisplayOptions } from 'n8n-workflow';
 
-import {
-	eachItem,
-	invalidParameter,
-	itemParameters,
-	maxFileBytes,
-	maxFileSizeOption,
-} from '../../shared/execution';
+import { eachItem, itemParameters, maxFileBytes, maxFileSizeOption } from '../../shared/execution';
+import { ValidationIssue } from '../../shared/validate';
 import { downloadBinary, getConnection } from '../../transport';
 
 const properties: INodeProperties[] = [
@@ -54,27 +49,26 @@ export async function execute(
 ): Promise<INodeExecutionData[]> {
 	const connection = await getConnection(this);
 	return await eachItem(this, items, async (itemIndex) => {
-		const fileUrl = String(this.getNodeParameter('fileUrl', itemIndex, '') ?? '').trim();
-		const property = String(this.getNodeParameter('binaryPropertyName', itemIndex, 'data')).trim();
-		if (!fileUrl) {
-			throw invalidParameter(
-				this,
-				'fileUrl',
-				`File URL is empty. Allowed values: an images[].url, a download_url, a file name or a URL on the credential's host`,
-				itemIndex,
-			);
-		}
-		if (!property) {
-			throw invalidParameter(
-				this,
-				'binaryPropertyName',
-				'Put Output File in Field is empty. Allowed values: a field name such as data',
-				itemIndex,
-			);
-		}
-		const maxBytes = itemParameters(this, itemIndex, () =>
-			maxFileBytes(this.getNodeParameter('options', itemIndex, {})),
-		);
+		const { fileUrl, property, maxBytes } = itemParameters(this, itemIndex, () => {
+			const fileUrl = String(this.getNodeParameter('fileUrl', itemIndex, '') ?? '').trim();
+			const property = String(
+				this.getNodeParameter('binaryPropertyName', itemIndex, 'data'),
+			).trim();
+			if (!fileUrl) {
+				throw new ValidationIssue(
+					'fileUrl',
+					`File URL is empty. Allowed values: an images[].url, a download_url, a file name or a URL on the credential's host`,
+				);
+			}
+			if (!property) {
+				throw new ValidationIssue(
+					'binaryPropertyName',
+					'Put Output File in Field is empty. Allowed values: a field name such as data',
+				);
+			}
+			const maxBytes = maxFileBytes(this.getNodeParameter('options', itemIndex, {}));
+			return { fileUrl, property, maxBytes };
+		});
 		const binary = await downloadBinary(this, connection, fileUrl, { itemIndex, maxBytes });
 		return [
 			{

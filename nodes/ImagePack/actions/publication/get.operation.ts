@@ -7,15 +7,10 @@ import type {
 } from 'n8n-workflow';
 import { updateDisplayOptions } from 'n8n-workflow';
 
-import {
-	eachItem,
-	invalidParameter,
-	itemParameters,
-	maxFileBytes,
-	maxFileSizeOption,
-} from '../../shared/execution';
+import { eachItem, itemParameters, maxFileBytes, maxFileSizeOption } from '../../shared/execution';
 import { normalizeManifest } from '../../shared/manifest';
-import { type Connection, downloadBinary, getConnection, getPublication } from '../../transport';
+import { ValidationIssue } from '../../shared/validate';
+import { downloadBinary, getConnection, getPublication } from '../../transport';
 
 const properties: INodeProperties[] = [
 	{
@@ -81,57 +76,22 @@ export const description = updateDisplayOptions(
 );
 
 /** Reads the record id of an item; rejects anything but a positive integer before sending. */
-export function publicationIdOf(ctx: IExecuteFunctions, itemIndex: number): number {
+function publicationIdOf(ctx: IExecuteFunctions, itemIndex: number): number {
 	// The picker's value ({ mode, value }); a plain value (an expression, a test) reads alike.
 	const raw = ctx.getNodeParameter('publicationId', itemIndex, '', { extractValue: true }) as
 		| string
 		| number;
 	const text = String(raw).trim().replace(/^#/, '');
 	if (!/^\d+$/.test(text) || Number(text) < 1 || !Number.isSafeInteger(Number(text))) {
-		throw invalidParameter(
-			ctx,
+		throw new ValidationIssue(
 			'publicationId',
 			`Publication ID "${text}" is not a publication record id. Allowed values: a positive whole number, such as the "id" of an Image Pack Trigger item`,
-			itemIndex,
 		);
 	}
 	return Number(text);
 }
 
 /** The detail record untouched, plus `normalized` and (optionally) the images as binaries. */
-export async function fetchPublication(
-	ctx: IExecuteFunctions,
-	id: number,
-	itemIndex: number,
-	downloadImages: boolean,
-	connection: Connection,
-	maxBytes?: number,
-): Promise<INodeExecutionData> {
-	const { body } = await getPublication(ctx, connection, id, { itemIndex });
-	const normalized = normalizeManifest(body.manifest);
-	const binary: Record<string, IBinaryData> = {};
-	const images = normalized.images.map((image) => ({
-		...image,
-		binaryProperty: null as string | null,
-	}));
-	if (downloadImages) {
-		for (const image of images) {
-			if (!image.download_url) continue;
-			const key = `image_${Object.keys(binary).length}`;
-			binary[key] = await downloadBinary(ctx, connection, image.download_url, {
-				itemIndex,
-				maxBytes,
-			});
-			image.binaryProperty = key;
-		}
-	}
-	return {
-		json: { ...body, normalized: { ...normalized, images } as unknown as IDataObject },
-		binary: Object.keys(binary).length ? binary : undefined,
-		pairedItem: { item: itemIndex },
-	};
-}
-
 export async function execute(
 	this: IExecuteFunctions,
 	items: INodeExecutionData[],
@@ -146,6 +106,26 @@ export async function execute(
 				maxBytes: maxFileBytes(options),
 			};
 		});
-		return [await fetchPublication(this, id, itemIndex, downloadImages, connection, maxBytes)];
+		const { body } = await getPublication(this, connection, id, { itemIndex });
+		const normalized = normalizeManifest(body.manifest);
+		const binary: Record<string, IBinaryData> = {};
+		const images = normalized.images.map((image) => ({
+			...image,
+			binaryProperty: null as string | null,
+		}));
+		for (const image of downloadImages ? images : []) {
+			if (!image.download_url) continue;
+			const key = `image_${Object.keys(binary).length}`;
+			const options = { itemIndex, maxBytes };
+			binary[key] = await downloadBinary(this, connection, image.download_url, options);
+			image.binaryProperty = key;
+		}
+		return [
+			{
+				json: { ...body, normalized: { ...normalized, images } as unknown as IDataObject },
+				binary: Object.keys(binary).length ? binary : undefined,
+				pairedItem: { item: itemIndex },
+			},
+		];
 	});
 }

@@ -8,7 +8,7 @@ import type { IBinaryData, IDataObject, IExecuteFunctions, INodeExecutionData } 
 
 import { chargeHint, errorFacts, imagePackError } from '../../../shared/errors';
 import { asNodeError, eachItem } from '../../../shared/execution';
-import { CreditCapReached, ExecutionLedger, creditBudget, runsAsTool } from '../../../shared/tool';
+import { ExecutionLedger, creditBudget, runsAsTool } from '../../../shared/tool';
 import {
 	type Answer,
 	type Connection,
@@ -17,7 +17,7 @@ import {
 	getConnection,
 } from '../../../transport';
 import { type GeneratedImage, type GenerateResponse, type ReadAnswer, readAnswer } from './answer';
-import { addImageLinks, linkForImage, linksWanted } from './links';
+import { addImageLinks, linkForImage } from './links';
 import type { RunMemory } from './memory';
 import { type ItemPlan, planItem } from './options';
 import { answerFor, openMemory } from './retry';
@@ -40,19 +40,16 @@ function reserveCredits(
 	cap: number,
 	itemIndex: number,
 ) {
-	try {
-		run.ledger.reserve(estimate, cap);
-	} catch (error) {
-		if (!(error instanceof CreditCapReached)) throw asNodeError(ctx, error, itemIndex);
-		throw imagePackError(
-			ctx.getNode(),
-			{ code: 'credit_cap_reached', charge: 'not_sent', itemIndex },
-			{
-				message: error.message,
-				description: `Nothing was sent and no credits were used. Raise Max Credits per Execution (now ${cap}) to allow more.`,
-			},
-		);
-	}
+	const spent = run.ledger.spent;
+	if (run.ledger.reserve(estimate, cap)) return;
+	throw imagePackError(
+		ctx.getNode(),
+		{ code: 'credit_cap_reached', charge: 'not_sent', itemIndex },
+		{
+			message: `The credit cap of this workflow run is reached: ${spent} of ${cap} credits (Max Credits per Execution) are already spent or reserved, and this request could cost ${estimate} more`,
+			description: `Nothing was sent and no credits were used. Raise Max Credits per Execution (now ${cap}) to allow more.`,
+		},
+	);
 }
 
 /** Sends the generation; the ledger ends up holding what it cost (its estimate while unknown). */
@@ -205,7 +202,8 @@ async function generateItem(
 		: readAnswer(answer.body, plan.request.body.n);
 	const result = resultOf(ctx, itemIndex, plan, answer, read, run);
 	const binaries = await downloadImages(ctx, itemIndex, read.images, plan, run, result);
-	if (linksWanted(plan.options.imageLinks, run.asTool)) {
+	// Links when the option says so, otherwise only as an agent's tool.
+	if (plan.options.imageLinks ?? run.asTool) {
 		await addImageLinks(ctx, run.connection, itemIndex, read.images, result);
 	}
 	return outputItems(itemIndex, result, read.images, binaries, plan.options.splitImages);
