@@ -1,13 +1,13 @@
 /**
- * Get Publication's picker, in real n8n contexts (LoadOptionsContext for "From list", ExecuteContext
- * for runs) against the emulator.
+ * Get Publication's picker ("From list"), in a real n8n LoadOptionsContext against the emulator. Its
+ * values running in Get Publication: publication/get.test.ts.
  */
 import type { INodeParameters } from 'n8n-workflow';
 
 import { ImagePack } from '../../../nodes/ImagePack/ImagePack.node';
 import { PICKER_PAGE_SIZE } from '../../../nodes/ImagePack/shared/newestFirst';
 import { type Emulator, startEmulator } from '../../emulator';
-import { runListSearch, runNode } from '../../harness/n8n';
+import { runListSearch } from '../../harness/n8n';
 
 let emulator: Emulator;
 
@@ -91,38 +91,5 @@ describe('Publication picker (From list)', () => {
 		expect(
 			(await emulator.control.requests({ route: 'listPublications' })).length,
 		).toBeLessThanOrEqual(3);
-	});
-});
-
-describe('The picker’s value runs', () => {
-	it('in list mode, and in ID mode with an expression', async () => {
-		const record = await emulator.control.publish({ packId: 'pk_saved' });
-		const runs: INodeParameters[string][] = [
-			{ __rl: true, mode: 'list', value: String(record.id), cachedResultName: 'whatever' },
-			{ __rl: true, mode: 'id', value: '={{ $json.id }}' },
-		];
-		for (const publicationId of runs) {
-			const [[item]] = await runNode({
-				nodeType: new ImagePack(),
-				parameters: getParameters(publicationId),
-				items: [{ json: { id: record.id } }],
-				credentials: credentials(),
-			});
-			expect(item.json).toMatchObject({ id: record.id, pack_id: 'pk_saved' });
-		}
-	});
-
-	it('a bad ID in ID mode fails before anything is sent, naming the item and what is allowed', async () => {
-		await emulator.control.clearRequests();
-		await expect(
-			runNode({
-				nodeType: new ImagePack(),
-				parameters: getParameters({ __rl: true, mode: 'id', value: 'pk_123' }),
-				credentials: credentials(),
-			}),
-		).rejects.toThrow(
-			/Item 0: Publication ID "pk_123" is not a publication record id. Allowed values/,
-		);
-		expect(await emulator.control.requests({ listener: 'api' })).toHaveLength(0);
 	});
 });
