@@ -109,8 +109,6 @@ export async function signedFileLink(
 					'the file endpoint served the file itself instead of redirecting to a signed link',
 			},
 			'refused',
-			undefined,
-			'The file endpoint served the file itself instead of a signed link, so there is no link to open without the API key',
 		);
 	}
 	const link = checkedLocation(headerValue(response.headers, 'location'), url, connection.apiKey);

@@ -129,7 +129,7 @@ export function retryAfterSeconds(header: unknown, now = Date.now()): number | u
  * `redact` (shared/errors.ts) applied to every string (keys included) of a JSON-like value, without recursion, so a
  * hostile answer nested 100,000 levels deep cannot overflow the stack. Returns a copy.
  */
-export function redactDeep<T>(value: T, secret: string | undefined): T {
+function redactDeep<T>(value: T, secret: string | undefined): T {
 	if (!secret || secret.length < 4) return value;
 	const clean = (text: string) => (text.includes(secret) ? redact(text, secret) : text);
 	if (typeof value === 'string') return clean(value) as T;
