@@ -19,7 +19,7 @@ import {
 	QUALITIES,
 	RATIOS,
 } from './catalog';
-import { CHARGE_WORDS, type ChargeOutcome, errorFacts, nextStep } from './errors';
+import { CHARGE_WORDS, errorFacts, nextStep } from './errors';
 import { type OperationName, operationOf } from './operations';
 
 /** Whether this run of the node is an AI agent's tool call (AI Agent 2.x and 3.x, n8n 1.x and 2.x). */
@@ -103,17 +103,10 @@ export const TOOL_DESCRIPTIONS: Record<OperationName, string> = {
 // ---------------------------------------------------------------------------------------------
 // Errors as text a model can act on.
 
-export interface ToolErrorInput {
+/** What failed (`errorFacts`: the reason, without the item and free of the key) and in which operation. */
+export type ToolErrorInput = Omit<ReturnType<typeof errorFacts>, 'sessionId'> & {
 	operation: string;
-	/** What failed, in English, without the item (already free of the API key). */
-	reason: string;
-	code: string | null;
-	httpStatus: number | null;
-	requestId: string | null;
-	charge: ChargeOutcome;
-	/** The service's own message, when it sent one. */
-	apiMessage: string | null;
-}
+};
 
 /** One English paragraph: what failed, the code, what was charged, the request id, what to do. */
 export function toolErrorText(input: ToolErrorInput): string {
