@@ -91,9 +91,8 @@ export function errorItem(error: unknown, itemIndex: number): INodeExecutionData
 }
 
 /**
- * n8n errors pass through as they are; a bad parameter value of an item, found before anything was
- * sent, becomes an error naming the item, the parameter and the allowed values; anything unexpected
- * is wrapped with the item it belongs to.
+ * n8n errors pass through as they are; a bad parameter value becomes an error naming the item, the
+ * parameter and the allowed values; anything unexpected is wrapped with the item it belongs to.
  */
 export function asNodeError(
 	ctx: IExecuteFunctions,
