@@ -27,7 +27,7 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 		generate: 'e2eGenerateBin01',
 		refine: 'e2eGenerateRef01',
 		getPublication: 'e2eGetPublicat01',
-		savedPublicationIds: 'e2eSavedPubIds01',
+		pickerModes: 'e2ePickerModes01',
 		getMany: 'e2eGetManyPubl01',
 		download: 'e2eDownloadFil01',
 		validation: 'e2eValidationF01',
@@ -64,23 +64,22 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 				node('Get Publication', IMAGE_PACK, {
 					resource: 'publication',
 					operation: 'get',
-					publicationId: String(second.id),
+					publicationId: { __rl: true, mode: 'id', value: String(second.id) },
 					options: { downloadImages: true },
 				}),
 			]),
-			// A workflow saved before the picker (node version 1, a plain number) beside a picker value (1.1).
-			chain(ids.savedPublicationIds, 'e2e: saved plain publication ID and picker value', [
-				node('Saved Number', IMAGE_PACK, { resource: 'publication', operation: 'get', publicationId: first.id }),
-				node(
-					'Picked',
-					IMAGE_PACK,
-					{
-						resource: 'publication',
-						operation: 'get',
-						publicationId: { __rl: true, mode: 'list', value: String(third.id), cachedResultName: `#${third.id} · pk_mugs v2` },
-					},
-					{ typeVersion: 1.1 },
-				),
+			// The picker's two modes: an ID (typed or mapped) and a publication picked from the list.
+			chain(ids.pickerModes, 'e2e: publication picker by ID and from the list', [
+				node('By ID', IMAGE_PACK, {
+					resource: 'publication',
+					operation: 'get',
+					publicationId: { __rl: true, mode: 'id', value: String(first.id) },
+				}),
+				node('Picked', IMAGE_PACK, {
+					resource: 'publication',
+					operation: 'get',
+					publicationId: { __rl: true, mode: 'list', value: String(third.id), cachedResultName: `#${third.id} · pk_mugs v2` },
+				}),
 			]),
 			chain(ids.getMany, 'e2e: get many publications', [
 				node('Get Many', IMAGE_PACK, { resource: 'publication', operation: 'getMany', sinceId: first.id, returnAll: true }),
@@ -187,10 +186,10 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 		assert.ok(files.every((entry) => entry.headers.authorization === undefined));
 	});
 
-	it('get publication: a saved version-1 node with a plain number and a version-1.1 picker value both run', async () => {
-		const result = await execute(ids.savedPublicationIds);
+	it('get publication: the picker runs in ID mode and in list mode', async () => {
+		const result = await execute(ids.pickerModes);
 		assert.ok(result.ok, result.stdout + result.stderr);
-		assert.equal(result.nodeOutput('Saved Number')[0].json.id, publications.first.id);
+		assert.equal(result.nodeOutput('By ID')[0].json.id, publications.first.id);
 		assert.equal(result.nodeOutput('Picked')[0].json.id, publications.third.id);
 	});
 

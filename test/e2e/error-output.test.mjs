@@ -33,7 +33,7 @@ const OPERATIONS = {
 		code: 'insufficient_credits',
 	},
 	get: {
-		parameters: { resource: 'publication', operation: 'get', publicationId: '={{ $json.id }}' },
+		parameters: { resource: 'publication', operation: 'get', publicationId: { __rl: true, mode: 'id', value: '={{ $json.id }}' } },
 		rows: (fixture) => [fixture.mine, fixture.theirs, fixture.mine].map((id, index) => ({ sku: `SKU-${index}`, id })),
 		code: 'not_found',
 	},

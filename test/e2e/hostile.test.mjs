@@ -90,11 +90,11 @@ describe('hostile servers in n8n 2.41.1 (n8n execute)', () => {
 			node('Generate', IMAGE_PACK, { resource: 'image', operation: 'generate', prompt: 'A white mug', options: { downloadImages: false } });
 		const workflows = [
 			chain(ids.getRedirect, 'e2e hostile: get redirected away', [
-				node('Get', IMAGE_PACK, { resource: 'publication', operation: 'get', publicationId: '1' }),
+				node('Get', IMAGE_PACK, { resource: 'publication', operation: 'get', publicationId: { __rl: true, mode: 'id', value: '1' } }),
 			]),
 			chain(ids.generateRedirectAway, 'e2e hostile: generate redirected away', [generate()]),
 			chain(ids.keyEcho, 'e2e hostile: key echoed', [
-				node('Get', IMAGE_PACK, { resource: 'publication', operation: 'get', publicationId: '7' }),
+				node('Get', IMAGE_PACK, { resource: 'publication', operation: 'get', publicationId: { __rl: true, mode: 'id', value: '7' } }),
 			]),
 			chain(ids.endlessFile, 'e2e hostile: endless file', [
 				node('Download', IMAGE_PACK, {

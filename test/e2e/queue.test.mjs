@@ -59,7 +59,7 @@ const triggerWorkflow = {
 		node('Get Publication', IMAGE_PACK, {
 			resource: 'publication',
 			operation: 'get',
-			publicationId: '={{ $json.id }}',
+			publicationId: { __rl: true, mode: 'id', value: '={{ $json.id }}' },
 			options: { downloadImages: false },
 		}, { position: [220, 0] }),
 	],

@@ -2,7 +2,7 @@
  * The emulator for one test file: started before its tests, reset before each, closed after, with
  * the transport's retry waits shortened for the file (and restored afterwards).
  */
-import { retryPolicy } from '../../nodes/ImagePack/transport';
+import { retryPolicy } from '../../nodes/ImagePack/transport/limits';
 import { type Emulator, startEmulator } from '../emulator';
 
 /** Returns an object that stands for the running emulator (usable inside tests and hooks). */

@@ -11,11 +11,11 @@ import type {
 import { NodeConnectionTypes } from 'n8n-workflow';
 
 import {
+	downloadBinary,
 	generate,
 	getConnection,
 	getPublication,
 	listPublications,
-	openFile,
 	signedFileLink,
 } from '../../nodes/ImagePack/transport';
 
@@ -53,16 +53,11 @@ export class TransportProbe implements INodeType {
 			return [[{ json: { ...link }, pairedItem: 0 }]];
 		}
 		if (action === 'download') {
-			const file = await openFile(this, connection, path);
-			const binary = await this.helpers.prepareBinaryData(
-				file.body as Buffer,
-				file.fileName,
-				file.mimeType,
-			);
+			const binary = await downloadBinary(this, connection, path);
 			return [
 				[
 					{
-						json: { fileName: file.fileName, mimeType: file.mimeType },
+						json: { fileName: binary.fileName, mimeType: binary.mimeType },
 						binary: { data: binary },
 						pairedItem: 0,
 					},

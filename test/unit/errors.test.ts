@@ -1,27 +1,23 @@
 /**
- * English errors chosen by error.code (API document §7), descriptions for support, tolerant parsing of
- * error bodies, Retry-After, secret redaction and the scope each path needs (§5).
+ * English errors chosen by error.code (API document §7) and the facts of the route (§5), descriptions
+ * for support, secret redaction, the facts an error carries.
  */
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import {
 	type ApiErrorInfo,
+	SCOPE_OPERATIONS,
 	chargeHint,
 	englishMessage,
 	errorFacts,
 	imagePackError,
 	errorDescription,
-	parseErrorBody,
 	redact,
-	retryAfterSeconds,
 } from '../../nodes/ImagePack/shared/errors';
 import { testNode as node } from '../harness/n8n';
-import { SCOPE_OPERATIONS, scopeForPath } from '../../nodes/ImagePack/transport/routes';
+import { ROUTES } from '../../nodes/ImagePack/transport/routes';
 
-const GENERATE = '/api/v1/generate';
-const LIST = '/api/v1/image-pack-publications';
-const DETAIL = '/api/v1/image-pack-publications/42';
-const FILE = '/api/file/abc.png';
+const { generate: GENERATE, listPublications: LIST, getPublication: DETAIL, file: FILE } = ROUTES;
 const CJK = /[\u3000-\u9fff\uff00-\uffef]/;
 
 const info = (
@@ -34,22 +30,7 @@ const info = (
 	...extra,
 });
 
-describe('scopeForPath', () => {
-	it.each([
-		[GENERATE, 'generate:write'],
-		[LIST, 'documents:read'],
-		[`${LIST}?since_id=0&limit=50`, 'documents:read'],
-		[DETAIL, 'documents:read'],
-		[FILE, 'assets:read'],
-		['/api/file/a%20b.png', 'assets:read'],
-		['/api/v2/generate', undefined],
-		['/api/file', undefined],
-		['/api/other', undefined],
-		['', undefined],
-	])('%p needs %p', (path, scope) => {
-		expect(scopeForPath(path)).toBe(scope);
-	});
-
+describe('SCOPE_OPERATIONS', () => {
 	it('names the operations of each of the three documented scopes', () => {
 		expect(Object.keys(SCOPE_OPERATIONS).sort()).toEqual([
 			'assets:read',
@@ -83,7 +64,7 @@ describe('englishMessage', () => {
 		expect(message).not.toContain('参数错误');
 	});
 
-	it('gives every documented code a different message', () => {
+	it('gives every documented code a different message (429s and 401s told apart by code)', () => {
 		const codes = [
 			'invalid_request',
 			'invalid_model',
@@ -100,29 +81,20 @@ describe('englishMessage', () => {
 		expect(new Set(messages).size).toBe(codes.length);
 	});
 
-	it('branches on the code, never on the status alone', () => {
-		expect(englishMessage(info('new_user_daily_limit', 429), GENERATE)).not.toBe(
-			englishMessage(info('rate_limited', 429), GENERATE),
-		);
-		expect(englishMessage(info('invalid_api_key', 401), GENERATE)).not.toBe(
-			englishMessage(info('unauthorized', 401), GENERATE),
-		);
-	});
-
 	it.each([
 		[GENERATE, 'generate:write', 'Generate'],
 		[LIST, 'documents:read', 'Get Many Publications'],
 		[DETAIL, 'documents:read', 'Get Publication'],
 		[FILE, 'assets:read', 'Download File'],
-	])('insufficient_scope on %s names the scope %s and what needs it', (path, scope, operation) => {
-		const message = englishMessage(info('insufficient_scope', 403), path);
+	])('insufficient_scope on %o names the scope %s and what needs it', (route, scope, operation) => {
+		const message = englishMessage(info('insufficient_scope', 403), route);
 		expect(message).toContain(`lacks the ${scope} scope`);
 		expect(message).toContain(operation);
 		expect(message).toContain('developer center');
 	});
 
 	it('insufficient_scope on a path of unknown scope still says what happened', () => {
-		expect(englishMessage(info('insufficient_scope', 403), '/api/other')).toBe(
+		expect(englishMessage(info('insufficient_scope', 403), undefined)).toBe(
 			'The API key lacks the scope this operation needs',
 		);
 	});
@@ -161,8 +133,8 @@ describe('englishMessage', () => {
 
 	it('promises a refund for internal_error only on generate', () => {
 		expect(englishMessage(info('internal_error', 500), GENERATE)).toContain('refunded');
-		for (const path of [LIST, DETAIL, FILE]) {
-			const message = englishMessage(info('internal_error', 500), path);
+		for (const route of [LIST, DETAIL, FILE]) {
+			const message = englishMessage(info('internal_error', 500), route);
 			expect(message).not.toContain('refund');
 			expect(message).toContain('HTTP 500');
 		}
@@ -209,134 +181,6 @@ describe('errorDescription', () => {
 		expect(errorDescription(info('internal_error', 500, { apiMessage: '' }), '')).toBe(
 			'code: internal_error · HTTP status: 500',
 		);
-	});
-});
-
-describe('parseErrorBody', () => {
-	it('reads the documented JSON error body', () => {
-		const body = JSON.stringify({
-			error: { code: 'insufficient_credits', message: '积分不足', request_id: 'req_body' },
-		});
-		expect(parseErrorBody(402, body, 'req_header')).toEqual({
-			code: 'insufficient_credits',
-			httpStatus: 402,
-			requestId: 'req_body',
-			apiMessage: '积分不足',
-		});
-	});
-
-	it('falls back to the X-Request-Id header and tolerates a missing or odd message', () => {
-		expect(parseErrorBody(401, '{"error":{"code":"invalid_api_key"}}', 'req_h')).toEqual({
-			code: 'invalid_api_key',
-			httpStatus: 401,
-			requestId: 'req_h',
-			apiMessage: undefined,
-		});
-		expect(
-			parseErrorBody(400, '{"error":{"code":"invalid_request","message":42,"request_id":7}}'),
-		).toEqual({
-			code: 'invalid_request',
-			httpStatus: 400,
-			requestId: undefined,
-			apiMessage: undefined,
-		});
-	});
-
-	it('turns an HTML page into non_json_response with its text, tags removed', () => {
-		const html = `<html><head><title>502 Bad Gateway</title></head>\n<body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>`;
-		const parsed = parseErrorBody(502, html, 'req_proxy');
-		expect(parsed.code).toBe('non_json_response');
-		expect(parsed.httpStatus).toBe(502);
-		expect(parsed.requestId).toBe('req_proxy');
-		expect(parsed.apiMessage).toBe('502 Bad Gateway 502 Bad Gateway nginx');
-		expect(parsed.apiMessage).not.toMatch(/[<>]/);
-	});
-
-	it('keeps at most 200 characters of a long page', () => {
-		const parsed = parseErrorBody(500, `<p>${'x'.repeat(1000)}</p>`);
-		expect(parsed.apiMessage).toHaveLength(200);
-	});
-
-	it.each(['', '   ', '\n'])(
-		'turns the empty body %p into non_json_response without a message',
-		(text) => {
-			expect(parseErrorBody(503, text)).toEqual({
-				code: 'non_json_response',
-				httpStatus: 503,
-				requestId: undefined,
-				apiMessage: undefined,
-			});
-		},
-	);
-
-	it.each([
-		['JSON without error', '{"message":"bad"}'],
-		['error without code', '{"error":{"message":"bad"}}'],
-		['a numeric code', '{"error":{"code":400}}'],
-		['error as a string', '{"error":"bad"}'],
-		['JSON null', 'null'],
-		['a JSON string', '"bad"'],
-		['a JSON array', '[1,2]'],
-	])('turns %s into unknown_error, keeping the text', (_label, text) => {
-		const parsed = parseErrorBody(400, text, 'req_x');
-		expect(parsed.code).toBe('unknown_error');
-		expect(parsed.httpStatus).toBe(400);
-		expect(parsed.requestId).toBe('req_x');
-		expect(parsed.apiMessage).toBe(text);
-	});
-});
-
-describe('retryAfterSeconds', () => {
-	const now = Date.UTC(2026, 9, 1, 12, 0, 0);
-
-	it.each([
-		['120', 120],
-		[' 7 ', 7],
-		['0', 0],
-		['1.5', 1.5],
-		[30, 30],
-		[0, 0],
-	])('reads delta seconds %p as %p', (header, seconds) => {
-		expect(retryAfterSeconds(header, now)).toBe(seconds);
-	});
-
-	it('reads HTTP dates relative to now, never negative', () => {
-		expect(retryAfterSeconds('Thu, 01 Oct 2026 12:00:30 GMT', now)).toBe(30);
-		expect(retryAfterSeconds('Thu, 01 Oct 2026 12:02:00 GMT', now)).toBe(120);
-		// The obsolete formats HTTP still allows.
-		expect(retryAfterSeconds('Thursday, 01-Oct-26 12:00:10 GMT', now)).toBe(10);
-		expect(
-			retryAfterSeconds('Thu Oct  1 12:00:05 2026', Date.parse('Thu Oct  1 12:00:00 2026')),
-		).toBe(5);
-		expect(retryAfterSeconds('Thu, 01 Oct 2026 11:59:00 GMT', now)).toBe(0);
-		expect(retryAfterSeconds('Sun, 06 Nov 1994 08:49:37 GMT', now)).toBe(0);
-	});
-
-	it('uses the current time by default', () => {
-		const inTenSeconds = new Date(Date.now() + 10_000).toUTCString();
-		const seconds = retryAfterSeconds(inTenSeconds);
-		expect(seconds).toBeGreaterThan(8);
-		expect(seconds).toBeLessThanOrEqual(10);
-	});
-
-	it.each([
-		['absent', undefined],
-		['null', null],
-		['empty', ''],
-		['blank', '   '],
-		['a word', 'soon'],
-		['seconds with a unit', '5 seconds'],
-		['a negative number as text', '-5'],
-		['a negative number', -5],
-		['a word and a number', 'foo 1'],
-		['a bare year-like number with a dash', '-1'],
-		['hex', '0x10'],
-		['exponent', '1e3'],
-		['an object', { seconds: 5 }],
-		['an array', ['5']],
-		['NaN', Number.NaN],
-	])('returns undefined for %s', (_label, header) => {
-		expect(retryAfterSeconds(header, now)).toBeUndefined();
 	});
 });
 

@@ -21,6 +21,7 @@ const failure = (code: string | null, charge: StoredFailure['charge']): StoredFa
 	charge,
 	apiMessage: null,
 	sessionId: null,
+	parameter: null,
 	reason: 'what failed',
 });
 

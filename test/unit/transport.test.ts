@@ -1,12 +1,30 @@
 /**
  * The pure helpers of the transport: where a file reference points and whether it may get the key
- * (PRODUCT.md §3: never send the key to another host), MIME types, and network error codes.
+ * (PRODUCT.md §3: never send the key to another host), MIME types, network error codes, the route of
+ * a path, tolerant parsing of error bodies and Retry-After.
  */
-import {
-	mimeTypeFor,
-	networkErrorCode,
-	resolveFileReference,
-} from '../../nodes/ImagePack/transport';
+import { mimeTypeFor, resolveFileReference } from '../../nodes/ImagePack/transport/download';
+import { networkErrorCode } from '../../nodes/ImagePack/transport/failures';
+import { parseErrorBody, retryAfterSeconds } from '../../nodes/ImagePack/transport/receive';
+import { routeOf } from '../../nodes/ImagePack/transport/routes';
+
+describe('routeOf: the route, and so the scope (API document §5), of a path', () => {
+	const LIST = '/api/v1/image-pack-publications';
+	it.each([
+		['/api/v1/generate', 'generate:write'],
+		[LIST, 'documents:read'],
+		[`${LIST}?since_id=0&limit=50`, 'documents:read'],
+		[`${LIST}/42`, 'documents:read'],
+		['/api/file/abc.png', 'assets:read'],
+		['/api/file/a%20b.png', 'assets:read'],
+		['/api/v2/generate', undefined],
+		['/api/file', undefined],
+		['/api/other', undefined],
+		['', undefined],
+	])('%p needs %p', (path, scope) => {
+		expect(routeOf(path)?.scope).toBe(scope);
+	});
+});
 
 const BASE = 'https://images.example.com';
 
@@ -244,5 +262,133 @@ describe('networkErrorCode', () => {
 		['an empty object', {}],
 	])('returns undefined for %s', (_label, error) => {
 		expect(networkErrorCode(error)).toBeUndefined();
+	});
+});
+
+describe('parseErrorBody', () => {
+	it('reads the documented JSON error body', () => {
+		const body = JSON.stringify({
+			error: { code: 'insufficient_credits', message: '积分不足', request_id: 'req_body' },
+		});
+		expect(parseErrorBody(402, body, 'req_header')).toEqual({
+			code: 'insufficient_credits',
+			httpStatus: 402,
+			requestId: 'req_body',
+			apiMessage: '积分不足',
+		});
+	});
+
+	it('falls back to the X-Request-Id header and tolerates a missing or odd message', () => {
+		expect(parseErrorBody(401, '{"error":{"code":"invalid_api_key"}}', 'req_h')).toEqual({
+			code: 'invalid_api_key',
+			httpStatus: 401,
+			requestId: 'req_h',
+			apiMessage: undefined,
+		});
+		expect(
+			parseErrorBody(400, '{"error":{"code":"invalid_request","message":42,"request_id":7}}'),
+		).toEqual({
+			code: 'invalid_request',
+			httpStatus: 400,
+			requestId: undefined,
+			apiMessage: undefined,
+		});
+	});
+
+	it('turns an HTML page into non_json_response with its text, tags removed', () => {
+		const html = `<html><head><title>502 Bad Gateway</title></head>\n<body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>`;
+		const parsed = parseErrorBody(502, html, 'req_proxy');
+		expect(parsed.code).toBe('non_json_response');
+		expect(parsed.httpStatus).toBe(502);
+		expect(parsed.requestId).toBe('req_proxy');
+		expect(parsed.apiMessage).toBe('502 Bad Gateway 502 Bad Gateway nginx');
+		expect(parsed.apiMessage).not.toMatch(/[<>]/);
+	});
+
+	it('keeps at most 200 characters of a long page', () => {
+		const parsed = parseErrorBody(500, `<p>${'x'.repeat(1000)}</p>`);
+		expect(parsed.apiMessage).toHaveLength(200);
+	});
+
+	it.each(['', '   ', '\n'])(
+		'turns the empty body %p into non_json_response without a message',
+		(text) => {
+			expect(parseErrorBody(503, text)).toEqual({
+				code: 'non_json_response',
+				httpStatus: 503,
+				requestId: undefined,
+				apiMessage: undefined,
+			});
+		},
+	);
+
+	it.each([
+		['JSON without error', '{"message":"bad"}'],
+		['error without code', '{"error":{"message":"bad"}}'],
+		['a numeric code', '{"error":{"code":400}}'],
+		['error as a string', '{"error":"bad"}'],
+		['JSON null', 'null'],
+		['a JSON string', '"bad"'],
+		['a JSON array', '[1,2]'],
+	])('turns %s into unknown_error, keeping the text', (_label, text) => {
+		const parsed = parseErrorBody(400, text, 'req_x');
+		expect(parsed.code).toBe('unknown_error');
+		expect(parsed.httpStatus).toBe(400);
+		expect(parsed.requestId).toBe('req_x');
+		expect(parsed.apiMessage).toBe(text);
+	});
+});
+
+describe('retryAfterSeconds', () => {
+	const now = Date.UTC(2026, 9, 1, 12, 0, 0);
+
+	it.each([
+		['120', 120],
+		[' 7 ', 7],
+		['0', 0],
+		['1.5', 1.5],
+		[30, 30],
+		[0, 0],
+	])('reads delta seconds %p as %p', (header, seconds) => {
+		expect(retryAfterSeconds(header, now)).toBe(seconds);
+	});
+
+	it('reads HTTP dates relative to now, never negative', () => {
+		expect(retryAfterSeconds('Thu, 01 Oct 2026 12:00:30 GMT', now)).toBe(30);
+		expect(retryAfterSeconds('Thu, 01 Oct 2026 12:02:00 GMT', now)).toBe(120);
+		// The obsolete formats HTTP still allows.
+		expect(retryAfterSeconds('Thursday, 01-Oct-26 12:00:10 GMT', now)).toBe(10);
+		expect(
+			retryAfterSeconds('Thu Oct  1 12:00:05 2026', Date.parse('Thu Oct  1 12:00:00 2026')),
+		).toBe(5);
+		expect(retryAfterSeconds('Thu, 01 Oct 2026 11:59:00 GMT', now)).toBe(0);
+		expect(retryAfterSeconds('Sun, 06 Nov 1994 08:49:37 GMT', now)).toBe(0);
+	});
+
+	it('uses the current time by default', () => {
+		const inTenSeconds = new Date(Date.now() + 10_000).toUTCString();
+		const seconds = retryAfterSeconds(inTenSeconds);
+		expect(seconds).toBeGreaterThan(8);
+		expect(seconds).toBeLessThanOrEqual(10);
+	});
+
+	it.each([
+		['absent', undefined],
+		['null', null],
+		['empty', ''],
+		['blank', '   '],
+		['a word', 'soon'],
+		['seconds with a unit', '5 seconds'],
+		['a negative number as text', '-5'],
+		['a negative number', -5],
+		['a word and a number', 'foo 1'],
+		['a bare year-like number with a dash', '-1'],
+		['hex', '0x10'],
+		['exponent', '1e3'],
+		['an object', { seconds: 5 }],
+		['an array', ['5']],
+		['NaN', Number.NaN],
+	])('returns undefined for %s', (_label, header) => {
+		expect(retryAfterSeconds(header, now)).toBeUndefined();
 	});
 });

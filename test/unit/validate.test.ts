@@ -1,16 +1,13 @@
 /**
  * Generate's up-front validation (PRODUCT.md §3, API document §2.1, §4.1, §8): every bad input fails
  * before anything is sent, naming the parameter and the allowed values; the body carries only what
- * the user set (quality only for GPT models).
+ * the user set (quality only for GPT models). And the one reader of number options.
  */
-import type { INodeProperties } from 'n8n-workflow';
-
-import { description as generateDescription } from '../../nodes/ImagePack/actions/image/generate/description';
-import { maxFileSizeOption } from '../../nodes/ImagePack/shared/execution';
+import { generateOptions } from '../../nodes/ImagePack/actions/image/generate/description';
 import {
-	BOUNDS,
 	type GenerateParameters,
 	ValidationIssue,
+	boundedNumber,
 	parseReferenceImageIds,
 	validateGenerate,
 } from '../../nodes/ImagePack/shared/validate';
@@ -376,19 +373,42 @@ describe('validateGenerate: maxCreditsPerItem', () => {
 		expect(failure({ ...request, maxCreditsPerItem: 211 }).message).toContain('212 credits');
 	});
 
-	it.each([0, undefined, null, ''])('treats %p as no budget', (maxCreditsPerItem) => {
+	it.each([0, undefined])('treats %p as no budget', (maxCreditsPerItem) => {
 		const request = { ...base, model: 'gpt-image-2', quality: 'high', n: 4, maxCreditsPerItem };
 		expect(validateGenerate(request).creditsEstimated).toBe(200);
 	});
+});
 
-	it.each([-5, NaN, Infinity, 'lots', {}, [3]])(
-		'refuses %p instead of silently dropping the guard',
-		(maxCreditsPerItem) => {
-			const issue = failure({ maxCreditsPerItem });
+describe('boundedNumber: a number option read against its own definition', () => {
+	const option = (name: string) => generateOptions.find((property) => property.name === name)!;
+
+	it.each([undefined, null, ''])('%p is the property’s default', (value) => {
+		expect(boundedNumber(option('maxCreditsPerItem'), value)).toBe(0);
+		expect(boundedNumber(option('timeoutSeconds'), value)).toBe(330);
+	});
+
+	it('takes numbers and numeric text within the bounds, the bounds included', () => {
+		expect(boundedNumber(option('timeoutSeconds'), '1')).toBe(1);
+		expect(boundedNumber(option('timeoutSeconds'), 3600)).toBe(3600);
+		expect(boundedNumber(option('timeoutSeconds'), ' 2.5 ')).toBe(2.5);
+	});
+
+	it.each([-5, NaN, Infinity, 'lots', ' ', {}, [3], true, 1_000_001])(
+		'refuses %p instead of silently dropping the guard, naming the parameter and the range',
+		(value) => {
+			const issue = issueOf(() => boundedNumber(option('maxCreditsPerItem'), value));
 			expect(issue.parameter).toBe('maxCreditsPerItem');
+			expect(issue.message).toMatch(/^Max Credits per Item ".*" is not allowed\. /);
 			expect(issue.message).toContain('Allowed values: numbers from 0 to 1000000');
 		},
 	);
+
+	it('a whole-number option (numberPrecision 0) refuses fractions', () => {
+		expect(boundedNumber(option('concurrency'), '8')).toBe(8);
+		expect(issueOf(() => boundedNumber(option('concurrency'), 1.5)).message).toBe(
+			'Concurrency "1.5" is not allowed. Allowed values: whole numbers from 1 to 8',
+		);
+	});
 });
 
 describe('validateGenerate: prompt shape', () => {
@@ -549,31 +569,5 @@ describe('parseReferenceImageIds', () => {
 			expect(issue.message).toContain('img_');
 			expect(issue.message).toContain('"id"');
 		}
-	});
-});
-
-describe('BOUNDS: one table for the editor and the checks', () => {
-	// The editor's min/max are read from BOUNDS; the lint rule wants literal defaults, kept equal here.
-	const generateOptions = (generateDescription.find((property) => property.name === 'options')
-		?.options ?? []) as INodeProperties[];
-	it.each([
-		['concurrency', 'concurrency'],
-		['maxCreditsPerExecution', 'maxCreditsPerExecution'],
-		['maxCreditsPerItem', 'maxCreditsPerItem'],
-		['timeoutSeconds', 'timeoutSeconds'],
-		['maxFileSizeMb', 'maxFileSizeMb'],
-	] as const)('Generate’s %s option shows the bounds and default the check uses', (name, bound) => {
-		const option = generateOptions.find((property) => property.name === name);
-		expect(option).toMatchObject({
-			default: BOUNDS[bound].fallback,
-			typeOptions: { minValue: BOUNDS[bound].min, maxValue: BOUNDS[bound].max },
-		});
-	});
-
-	it('Max File Size is the same option wherever files are downloaded', () => {
-		expect(maxFileSizeOption).toMatchObject({
-			default: BOUNDS.maxFileSizeMb.fallback,
-			typeOptions: { minValue: BOUNDS.maxFileSizeMb.min, maxValue: BOUNDS.maxFileSizeMb.max },
-		});
 	});
 });

@@ -1,9 +1,9 @@
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
-import * as download from './file/download.operation';
-import * as generate from './image/generate.operation';
-import * as get from './publication/get.operation';
-import * as getMany from './publication/getMany.operation';
+import * as file from './file/File.resource';
+import * as image from './image/Image.resource';
+import type { ImagePackType, NodeMap } from './node.type';
+import * as publication from './publication/Publication.resource';
 import { errorFacts, imagePackError } from '../shared/errors';
 import { asNodeError, errorItem } from '../shared/execution';
 import { runsAsTool, toolErrorItem } from '../shared/tool';
@@ -13,16 +13,21 @@ type Operation = (
 	items: INodeExecutionData[],
 ) => Promise<INodeExecutionData[]>;
 
-const operations: Record<string, Record<string, Operation>> = {
-	image: { generate: generate.execute },
-	publication: { get: get.execute, getMany: getMany.execute },
-	file: { download: download.execute },
+/** Every operation of the map in its resource's module: one missing does not compile. */
+const resources: { [R in keyof NodeMap]: Record<NodeMap[R], { execute: Operation }> } = {
+	image,
+	publication,
+	file,
 };
 
 export async function router(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-	const resource = this.getNodeParameter('resource', 0) as string;
-	const operation = this.getNodeParameter('operation', 0) as string;
-	const run = operations[resource]?.[operation];
+	const { resource, operation } = {
+		resource: this.getNodeParameter('resource', 0),
+		operation: this.getNodeParameter('operation', 0),
+	} as ImagePackType;
+	// A saved workflow may hold anything: an unknown pair finds nothing.
+	const operations = resources[resource] as Record<string, { execute?: Operation } | undefined>;
+	const run = operations?.[operation]?.execute;
 	if (!run) {
 		throw imagePackError(
 			this.getNode(),

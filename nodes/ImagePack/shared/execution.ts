@@ -2,9 +2,15 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
-import { executionCancelSignal } from '../transport';
 import { errorFacts, errorMessage, imagePackError } from './errors';
-import { BOUNDS, ValidationIssue, numberOption } from './validate';
+import { ValidationIssue, boundedNumber } from './validate';
+
+/** n8n's cancel signal for this execution (Stop), where the context offers one (polls have none). */
+export function executionCancelSignal(ctx: object): AbortSignal | undefined {
+	const getter = (ctx as { getExecutionCancelSignal?: () => AbortSignal | undefined })
+		.getExecutionCancelSignal;
+	return typeof getter === 'function' ? getter.call(ctx) : undefined;
+}
 
 /**
  * Throws once the user stopped the execution (the editor's Stop, the REST API): no further item
@@ -27,21 +33,24 @@ export const maxFileSizeOption: INodeProperties = {
 	displayName: 'Max File Size (MB)',
 	name: 'maxFileSizeMb',
 	type: 'number',
-	typeOptions: { minValue: BOUNDS.maxFileSizeMb.min, maxValue: BOUNDS.maxFileSizeMb.max },
-	default: 200, // BOUNDS.maxFileSizeMb.fallback: the lint rule wants a literal; a test keeps them equal
+	typeOptions: { minValue: 1, maxValue: 1024 },
+	default: 200,
 	description: 'A downloaded file larger than this is stopped and reported as an error',
 };
 
 /** The checked Max File Size of an options collection, in bytes. */
 export function maxFileBytes(options: unknown): number {
 	const value = (options as { maxFileSizeMb?: unknown } | null | undefined)?.maxFileSizeMb;
-	const megabytes = numberOption(
-		'maxFileSizeMb',
-		'Max File Size (MB)',
-		value,
-		BOUNDS.maxFileSizeMb,
-	);
-	return Math.floor(megabytes * 1024 * 1024);
+	return Math.floor(boundedNumber(maxFileSizeOption, value) * 1024 * 1024);
+}
+
+/** Reads an item's parameters: a bad value fails naming the item, also under Continue On Fail. */
+export function itemParameters<T>(ctx: IExecuteFunctions, itemIndex: number, read: () => T): T {
+	try {
+		return read();
+	} catch (error) {
+		throw asNodeError(ctx, error, itemIndex);
+	}
 }
 
 /**
@@ -102,27 +111,18 @@ export function asNodeError(
 ): NodeApiError | NodeOperationError {
 	if (error instanceof NodeApiError || error instanceof NodeOperationError) return error;
 	if (error instanceof ValidationIssue && itemIndex !== undefined) {
-		return invalidParameter(ctx, error.parameter, error.message, itemIndex);
+		const { parameter, message } = error;
+		return imagePackError(
+			ctx.getNode(),
+			{ code: 'invalid_parameter', parameter, charge: 'not_sent', itemIndex },
+			{
+				message,
+				description: `Parameter "${parameter}" of item ${itemIndex}. Nothing was sent and no credits were used.`,
+				namesItem: true,
+			},
+		);
 	}
 	return new NodeOperationError(ctx.getNode(), error as Error, { itemIndex });
-}
-
-/** A bad parameter value of an item, found before anything was sent. */
-export function invalidParameter(
-	ctx: IExecuteFunctions,
-	parameter: string,
-	message: string,
-	itemIndex: number,
-): NodeOperationError {
-	return imagePackError(
-		ctx.getNode(),
-		{ code: 'invalid_parameter', parameter, charge: 'not_sent', itemIndex },
-		{
-			message,
-			description: `Parameter "${parameter}" of item ${itemIndex}. Nothing was sent and no credits were used.`,
-			namesItem: true,
-		},
-	) as NodeOperationError;
 }
 
 /**

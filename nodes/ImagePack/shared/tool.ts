@@ -19,7 +19,8 @@ import {
 	QUALITIES,
 	RATIOS,
 } from './catalog';
-import { type ChargeOutcome, errorFacts } from './errors';
+import { CHARGE_WORDS, errorFacts, nextStep } from './errors';
+import { type OperationName, operationOf } from './operations';
 
 /** Whether this run of the node is an AI agent's tool call (AI Agent 2.x and 3.x, n8n 1.x and 2.x). */
 export function runsAsTool(ctx: IExecuteFunctions): boolean {
@@ -70,7 +71,7 @@ const FAILURE =
  * The default tool description of each operation: what it does, what it costs, what it returns and
  * how to chain. Kept under 1024 characters, the smallest limit model APIs put on a tool description.
  */
-export const TOOL_DESCRIPTIONS = {
+export const TOOL_DESCRIPTIONS: Record<OperationName, string> = {
 	generate: [
 		'Generates e-commerce product images from a prompt and/or earlier images.',
 		'Returns JSON: images[] (id), image_links[] (url, expires_at), session_id, credits_charged, warnings[] (differences from the request), request_id.',
@@ -97,81 +98,31 @@ export const TOOL_DESCRIPTIONS = {
 		'Returns filename, mimeType and fileSize; the file itself is not shown to you.',
 		FAILURE,
 	].join(' '),
-} as const;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Errors as text a model can act on.
 
-const CHARGE_WORDS: Record<ChargeOutcome, string> = {
-	not_sent: 'Nothing was sent and no credits were used.',
-	not_charged: 'The service refused or refunded the request: no credits were charged.',
-	may_have_been_charged:
-		'The generation may have run and may have been charged: do not call again automatically.',
-};
-
-/** What the model (or the user it talks to) can do next, by error code. */
-const NEXT_STEP: Record<string, string> = {
-	invalid_parameter: 'Correct that argument using the allowed values and call again.',
-	credit_cap_reached:
-		'Do not call again in this conversation turn: tell the user the credit cap of this workflow was reached.',
-	insufficient_credits:
-		'Do not retry: tell the user to top up the Image Pack account, or ask for fewer images, a lower resolution or a cheaper model.',
-	new_user_daily_limit:
-		'Do not retry: new accounts may spend 2000 credits per 24 hours; tell the user to try again later.',
-	rate_limited: 'Wait a minute before calling again.',
-	unauthorized:
-		'Do not retry: the user must fix the Image Pack API credential of this workflow (API key).',
-	invalid_api_key:
-		'Do not retry: the user must create a new API key and update the Image Pack API credential.',
-	insufficient_scope:
-		'Do not retry: the user must add the missing scope to the API key in the developer center.',
-	session_not_found:
-		'Call again without a session id, or with the session_id returned by an earlier successful call.',
-	reference_image_missing:
-		'Use only image ids returned by earlier successful calls (images[].id), or none.',
-	invalid_model: 'Use one of the listed models, or auto.',
-	invalid_request: 'Check the arguments against the tool description and call again.',
-	internal_error: 'You may call once more; if it fails again, tell the user.',
-	not_found:
-		'Check the id: list publications with the get-many operation, or use a file from an earlier result.',
-	timeout: 'Tell the user to check the session on the Image Pack website before asking again.',
-	network_error: 'Tell the user the Image Pack API could not be reached; do not retry now.',
-};
-
-export interface ToolErrorInput {
+/** What failed (`errorFacts`: the reason, without the item and free of the key) and in which operation. */
+export type ToolErrorInput = Omit<ReturnType<typeof errorFacts>, 'sessionId' | 'parameter'> & {
 	operation: string;
-	/** What failed, in English, without the item (already free of the API key). */
-	reason: string;
-	code: string | null;
-	httpStatus: number | null;
-	requestId: string | null;
-	charge: ChargeOutcome;
-	/** The service's own message, when it sent one. */
-	apiMessage: string | null;
-}
-
-const OPERATION_WORDS: Record<string, string> = {
-	generate: 'Image generation',
-	get: 'Reading the publication',
-	getMany: 'Listing publications',
-	download: 'Downloading the file',
 };
 
 /** One English paragraph: what failed, the code, what was charged, the request id, what to do. */
 export function toolErrorText(input: ToolErrorInput): string {
-	const what = (OPERATION_WORDS[input.operation] ?? 'The Image Pack call') + ' failed';
+	const operation = operationOf(input.operation);
+	const what = (operation?.failing ?? 'The Image Pack call') + ' failed';
 	const reason = input.reason.replace(/\.?\s*$/, '.');
 	const code = input.code ?? 'unknown';
 	const status = input.httpStatus ? `, HTTP ${input.httpStatus}` : '';
 	const parts = [`${what}: ${reason}`, `Error code: ${code}${status}.`];
-	// Generation is the only operation that costs credits.
-	if (input.operation === 'generate') parts.push(CHARGE_WORDS[input.charge]);
+	if (operation?.paid) parts.push(CHARGE_WORDS[input.charge]);
 	else parts.push('This operation never costs credits.');
 	if (input.requestId) parts.push(`Request id: ${input.requestId}.`);
 	if (input.apiMessage) {
 		parts.push(`The service’s message: ${input.apiMessage.trim().replace(/[^.。!?！？]$/, '$&.')}`);
 	}
-	const next = NEXT_STEP[code];
+	const next = nextStep(code);
 	if (next) parts.push(next);
 	return parts.join(' ');
 }
@@ -189,7 +140,7 @@ export function toolErrorItem(
 		httpStatus: facts.httpStatus,
 	};
 	if (facts.requestId) json.requestId = facts.requestId;
-	if (operation === 'generate') json.charged = facts.charge;
+	if (operationOf(operation)?.paid) json.charged = facts.charge;
 	return { json, pairedItem: { item: itemIndex } };
 }
 
@@ -198,18 +149,6 @@ export function toolErrorItem(
 
 /** Key in the execution's flow context: credits spent or reserved by every Image Pack node of the run. */
 const LEDGER_KEY = 'imagePackCreditsSpent';
-
-export class CreditCapReached extends Error {
-	constructor(
-		readonly cap: number,
-		readonly spent: number,
-		readonly estimate: number,
-	) {
-		super(
-			`The credit cap of this workflow run is reached: ${spent} of ${cap} credits (Max Credits per Execution) are already spent or reserved, and this request could cost ${estimate} more`,
-		);
-	}
-}
 
 /**
  * Credits spent in the current execution, shared by every Image Pack node and every tool call of
@@ -221,14 +160,12 @@ export class ExecutionLedger {
 	private readonly context: IDataObject;
 
 	constructor(ctx: IExecuteFunctions) {
-		let context: IDataObject;
 		try {
-			context = ctx.getContext('flow') as IDataObject;
+			this.context = ctx.getContext('flow') as IDataObject;
 		} catch {
 			// A context without execution data (none seen in n8n itself): the cap then holds for this node run.
-			context = {};
+			this.context = {};
 		}
-		this.context = context;
 	}
 
 	get spent(): number {
@@ -236,12 +173,11 @@ export class ExecutionLedger {
 		return Number.isFinite(value) ? value : 0;
 	}
 
-	/** Reserves `estimate` credits, or throws CreditCapReached when the cap (> 0) would be passed. */
-	reserve(estimate: number, cap: number): void {
-		if (cap > 0 && this.spent + estimate > cap) {
-			throw new CreditCapReached(cap, this.spent, estimate);
-		}
+	/** Reserves `estimate` credits; false, reserving nothing, when the cap (> 0) would be passed. */
+	reserve(estimate: number, cap: number): boolean {
+		if (cap > 0 && this.spent + estimate > cap) return false;
 		this.context[LEDGER_KEY] = this.spent + estimate;
+		return true;
 	}
 
 	/** Replaces a reservation by what was actually charged (0 when the service charged nothing). */

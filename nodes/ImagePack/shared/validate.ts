@@ -32,7 +32,8 @@ export interface GenerateParameters {
 	n: number | string;
 	purpose: string;
 	sessionId: string;
-	maxCreditsPerItem?: unknown;
+	/** Max Credits per Item, already bounded; 0 for none. */
+	maxCreditsPerItem?: number;
 }
 
 export interface GenerateBody {
@@ -175,47 +176,32 @@ function promptText(value: unknown): string {
 	return prompt;
 }
 
-/** Bounds of the numeric options, with the defaults that apply when an option is not set. */
-export const BOUNDS = {
-	/** Above the API's 5 minutes: GENERATE_TIMEOUT_MS in seconds. */
-	timeoutSeconds: { min: 1, max: 3600, whole: false, fallback: 330 },
-	maxCreditsPerItem: { min: 0, max: 1_000_000, whole: false, fallback: 0 },
-	maxCreditsPerExecution: { min: 0, max: 1_000_000, whole: false, fallback: 0 },
-	concurrency: { min: 1, max: 8, whole: true, fallback: 1 },
-	maxFileSizeMb: { min: 1, max: 1024, whole: false, fallback: 200 },
-} as const;
-
-export interface NumberBounds {
-	min: number;
-	max: number;
-	whole: boolean;
-	fallback: number;
+/** What `boundedNumber` reads of a number parameter's definition (n8n's `INodeProperties`). */
+export interface NumberProperty {
+	name: string;
+	displayName: string;
+	default: unknown;
+	typeOptions?: { minValue?: number; maxValue?: number; numberPrecision?: number };
 }
 
 /**
- * A numeric option: unset (undefined, null, '') means the fallback; anything else must be a number
- * (or numeric text) within the bounds, or the item fails naming the allowed values.
+ * A number parameter's value, bounded by the parameter's own definition, the one place its default
+ * and limits are written: unset (undefined, null, '') is its `default`; anything else must be a
+ * number (or numeric text) from `minValue` to `maxValue`, whole when `numberPrecision` is 0, or a
+ * ValidationIssue names the parameter and the allowed range.
  */
-export function numberOption(
-	parameter: string,
-	label: string,
-	value: unknown,
-	bounds: NumberBounds,
-): number {
-	if (value === undefined || value === null || value === '') return bounds.fallback;
+export function boundedNumber(property: NumberProperty, value: unknown): number {
+	if (value === undefined || value === null || value === '') return Number(property.default);
+	const { minValue: min = -Number.MAX_SAFE_INTEGER, maxValue: max = Number.MAX_SAFE_INTEGER } =
+		property.typeOptions ?? {};
+	const whole = property.typeOptions?.numberPrecision === 0;
 	const number = typeof value === 'number' || typeof value === 'string' ? Number(value) : NaN;
-	const valid =
-		typeof value !== 'string' || value.trim() !== ''
-			? Number.isFinite(number) &&
-				number >= bounds.min &&
-				number <= bounds.max &&
-				(!bounds.whole || Number.isInteger(number))
-			: false;
-	if (!valid) {
-		const kind = bounds.whole ? 'whole numbers' : 'numbers';
+	const blank = typeof value === 'string' && value.trim() === '';
+	if (blank || !(number >= min && number <= max) || (whole && !Number.isInteger(number))) {
+		const shown = typeof value === 'object' ? JSON.stringify(value) : String(value);
 		throw new ValidationIssue(
-			parameter,
-			`${label} "${typeof value === 'object' ? JSON.stringify(value) : String(value)}" is not allowed. Allowed values: ${kind} from ${bounds.min} to ${bounds.max}`,
+			property.name,
+			`${property.displayName} "${shown}" is not allowed. Allowed values: ${whole ? 'whole numbers' : 'numbers'} from ${min} to ${max}`,
 		);
 	}
 	return number;
@@ -284,12 +270,7 @@ function checkedChoices(parameters: GenerateParameters, referenceCount: number) 
 export function validateGenerate(parameters: GenerateParameters): ValidatedGenerate {
 	const { prompt, references } = checkedContent(parameters);
 	const choice = checkedChoices(parameters, references.length);
-	const budget = numberOption(
-		'maxCreditsPerItem',
-		'Max Credits per Item',
-		parameters.maxCreditsPerItem,
-		BOUNDS.maxCreditsPerItem,
-	);
+	const budget = parameters.maxCreditsPerItem ?? 0;
 	if (budget > 0 && choice.creditsEstimated > budget) {
 		throw new ValidationIssue(
 			'maxCreditsPerItem',

@@ -15,11 +15,11 @@ import { imagePackError } from '../shared/errors';
 import { BodyTooLarge, discard, guardStream } from './body';
 import { type ApiContext, type Connection, parseUrl } from './connection';
 import { formatBytes, limits } from './limits';
-import { ROUTES } from './routes';
+import { type Outgoing, ROUTES } from './routes';
 import { type CallScope, openScope } from './scope';
 import { Failures } from './failures';
 import { headerValue } from './receive';
-import { type Outgoing, send } from './send';
+import { send } from './send';
 
 export interface FileOptions {
 	itemIndex?: number;
@@ -52,11 +52,12 @@ export function mimeTypeFor(fileName: string, contentType?: string): string {
 /** A file reference that is no usable URL; the message says what was wrong. */
 export class FileReferenceError extends Error {}
 
-function decodeName(text: string): string {
+/** Percent-decoded text; a stray "%" that is no escape is kept as written. */
+export function decodeName(text: string): string {
 	try {
 		return decodeURIComponent(text);
 	} catch {
-		return text; // a stray "%" that is no escape: keep the name as written
+		return text;
 	}
 }
 
@@ -91,14 +92,6 @@ export function resolveFileReference(
 	return { url: url.toString(), authenticated: url.origin === base.origin, fileName };
 }
 
-export interface FileStream {
-	/** The response body as a stream, ready for `prepareBinaryData`, bounded in size and time. */
-	body: unknown;
-	fileName: string;
-	mimeType: string;
-	contentLength?: number;
-}
-
 function tooLarge(ctx: ApiContext, itemIndex: number, maxBytes: number, { apiKey }: Connection) {
 	return imagePackError(
 		ctx.getNode(),
@@ -127,18 +120,17 @@ function nextHop(response: IN8nHttpFullResponse, url: string, hop: number): URL 
 }
 
 /**
- * Opens a file: its bounded body stream, name and type. The key goes only with the first request,
- * and only when the reference is on the credential's origin.
+ * Opens a file: its body as a stream, ready for `prepareBinaryData` and bounded in size and time,
+ * its name, type and announced length. The key goes only with the first request, and only when the
+ * reference is on the credential's origin.
  */
-export async function openFile(
+async function openFile(
 	ctx: ApiContext,
 	connection: Connection,
 	reference: string,
-	options: FileOptions = {},
-	scope: CallScope = openScope(ctx, options.timeoutMs ?? ROUTES.file.timeoutMs),
-): Promise<FileStream> {
-	const itemIndex = options.itemIndex ?? 0;
-	const maxBytes = options.maxBytes ?? limits.defaultMaxFileBytes;
+	{ itemIndex = 0, maxBytes = limits.defaultMaxFileBytes }: FileOptions,
+	scope: CallScope,
+) {
 	let target: ReturnType<typeof resolveFileReference>;
 	try {
 		target = resolveFileReference(reference, connection.baseUrl);
@@ -168,7 +160,21 @@ export async function openFile(
 	for (let hop = 0; ; hop++) {
 		const response = await send(ctx, connection, out, scope, async (answer) => ({ value: answer }));
 		if (response.statusCode < 300 || response.statusCode >= 400) {
-			return fileFrom(ctx, connection, response, target.fileName, maxBytes, scope, itemIndex);
+			const header = (name: string) => headerValue(response.headers, name);
+			const named = /filename\*?=(?:UTF-8'')?"?([^";]+)"?/i.exec(
+				header('content-disposition') ?? '',
+			);
+			const fileName =
+				(named && decodeName(named[1]).replace(/[/\\]/g, '_').trim()) || target.fileName;
+			const length = Number(header('content-length'));
+			const contentLength = Number.isFinite(length) && length > 0 ? length : undefined;
+			if (contentLength !== undefined && contentLength > maxBytes) {
+				discard(response.body);
+				throw tooLarge(ctx, itemIndex, maxBytes, connection);
+			}
+			guardStream(response.body, maxBytes, scope);
+			const mimeType = mimeTypeFor(fileName, header('content-type'));
+			return { body: response.body, fileName, mimeType, contentLength };
 		}
 		discard(response.body);
 		const next = nextHop(response, url, hop);
@@ -186,33 +192,6 @@ export async function openFile(
 		// The key stays with the API: every hop after the first is fetched without it.
 		out = { ...first, url, path: 'signed download link', authenticated: false };
 	}
-}
-
-function fileFrom(
-	ctx: ApiContext,
-	connection: Connection,
-	response: IN8nHttpFullResponse,
-	fallbackName: string,
-	maxBytes: number,
-	scope: CallScope,
-	itemIndex: number,
-): FileStream {
-	const disposition = headerValue(response.headers, 'content-disposition') ?? '';
-	const named = /filename\*?=(?:UTF-8'')?"?([^";]+)"?/i.exec(disposition)?.[1];
-	const fileName = (named && decodeName(named).replace(/[/\\]/g, '_').trim()) || fallbackName;
-	const length = Number(headerValue(response.headers, 'content-length'));
-	const contentLength = Number.isFinite(length) && length > 0 ? length : undefined;
-	if (contentLength !== undefined && contentLength > maxBytes) {
-		discard(response.body);
-		throw tooLarge(ctx, itemIndex, maxBytes, connection);
-	}
-	guardStream(response.body, maxBytes, scope);
-	return {
-		body: response.body,
-		fileName,
-		mimeType: mimeTypeFor(fileName, headerValue(response.headers, 'content-type')),
-		contentLength,
-	};
 }
 
 /**

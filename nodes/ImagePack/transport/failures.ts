@@ -4,15 +4,15 @@
 import {
 	type ApiErrorInfo,
 	type ChargeOutcome,
+	NETWORK_CAUSES,
 	englishMessage,
 	errorDescription,
 	imagePackError,
 	redact,
 } from '../shared/errors';
 import type { ApiContext, Connection } from './connection';
-import type { Route } from './routes';
+import { type Outgoing, type Route, routeOf } from './routes';
 import type { CallScope } from './scope';
-import type { Outgoing } from './send';
 
 /** How far a failed request got, which decides what it cost. */
 export type Delivery = 'not_sent' | 'refused' | 'unknown';
@@ -24,17 +24,6 @@ function chargeOf(route: Route, delivery: Delivery): ChargeOutcome {
 
 /** Errors after which the request certainly never reached the server. */
 export const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
-
-const NETWORK_WORDS: Record<string, string> = {
-	ECONNREFUSED: 'the connection was refused',
-	ENOTFOUND: 'the host name does not resolve',
-	EAI_AGAIN: 'the host name could not be resolved right now',
-	ECONNRESET: 'the connection was reset before the answer arrived',
-	EPIPE: 'the connection was closed while sending',
-	// axios' word for a body cut off mid-stream
-	ERR_BAD_RESPONSE: 'the answer was cut off before it was complete',
-	ERR_BODY_TOO_LARGE: 'the answer was larger than allowed',
-};
 
 /**
  * The network error code (ECONNREFUSED, ECONNRESET, ...) of an error from n8n's helpers, if any. The
@@ -78,8 +67,8 @@ export class Failures {
 			: timedOut
 				? `The Image Pack API did not answer within ${Math.round(scope.timeoutMs / 100) / 10} seconds (the timeout covers the whole call, the answer's body included)`
 				: notSent
-					? `The Image Pack API could not be reached (${NETWORK_WORDS[code]}): check the Base URL of the credential`
-					: `The connection to the Image Pack API failed (${(code && NETWORK_WORDS[code]) ?? 'network error'})`;
+					? `The Image Pack API could not be reached (${NETWORK_CAUSES[code]}): check the Base URL of the credential`
+					: `The connection to the Image Pack API failed (${(code && NETWORK_CAUSES[code]) ?? 'network error'})`;
 		const reason = cancelled ? 'cancelled' : timedOut ? 'timeout' : (code ?? 'unknown');
 		return this.build(
 			{
@@ -102,8 +91,22 @@ export class Failures {
 				apiMessage: info.apiMessage,
 				charge: chargeOf(this.out.route, delivery),
 			},
-			message ?? englishMessage(info, this.out.path),
+			message ?? englishMessage(info, routeOf(this.out.path)),
 			errorDescription(info, extra),
+		);
+	}
+
+	/** A redirect the node will not follow (the key stays home), naming where it pointed. */
+	redirect(status: number, location: string | undefined, requestId: string | undefined) {
+		const { out } = this;
+		const target = location
+			? redact(location, this.connection.apiKey).slice(0, 300)
+			: '(no Location header)';
+		return this.answer(
+			{ code: 'unexpected_redirect', httpStatus: status, requestId },
+			'unknown',
+			`redirect target: ${target} · not followed, so the API key was not sent there`,
+			`The Image Pack API answered ${out.route.method} ${out.path} with a redirect (HTTP ${status}) to ${target}, which the node does not follow: check the Base URL of the credential`,
 		);
 	}
 
@@ -119,22 +122,4 @@ export class Failures {
 			{ message, description, secret: this.connection.apiKey },
 		);
 	}
-}
-
-/** A redirect the node will not follow (the key stays home), naming where it pointed. */
-export function redirectError(
-	fail: Failures,
-	out: Outgoing,
-	status: number,
-	location: string | undefined,
-	requestId: string | undefined,
-	{ apiKey }: Connection,
-) {
-	const target = location ? redact(location, apiKey).slice(0, 300) : '(no Location header)';
-	return fail.answer(
-		{ code: 'unexpected_redirect', httpStatus: status, requestId },
-		'unknown',
-		`redirect target: ${target} · not followed, so the API key was not sent there`,
-		`The Image Pack API answered ${out.route.method} ${out.path} with a redirect (HTTP ${status}) to ${target}, which the node does not follow: check the Base URL of the credential`,
-	);
 }

@@ -13,19 +13,10 @@ import { openScope } from './scope';
 import { type Answer, type BrokenAnswer, jsonReceiver } from './receive';
 import { send } from './send';
 
-export { type ApiContext, type Connection, CREDENTIAL_TYPE, getConnection } from './connection';
-export {
-	downloadBinary,
-	openFile,
-	resolveFileReference,
-	mimeTypeFor,
-	type FileOptions,
-} from './download';
-export { signedFileLink, type SignedLink, type LinkOptions } from './link';
-export { executionCancelSignal } from './scope';
-export { networkErrorCode } from './failures';
+export { type Connection, getConnection } from './connection';
+export { downloadBinary } from './download';
+export { signedFileLink } from './link';
 export type { Answer } from './receive';
-export { limits, retryPolicy, GENERATE_TIMEOUT_MS, formatBytes } from './limits';
 export { PUBLICATIONS_PATH } from './routes';
 
 export interface CallOptions {
@@ -40,20 +31,21 @@ async function callJson<T>(
 	ctx: ApiContext,
 	connection: Connection,
 	route: Route,
-	path: string,
-	request: { qs?: IDataObject; body?: IDataObject; headers?: IDataObject; sessionId?: string },
+	request: {
+		/** Default the route's own path. */
+		path?: string;
+		qs?: IDataObject;
+		body?: IDataObject;
+		headers?: IDataObject;
+		sessionId?: string;
+	},
 	options: CallOptions,
 	tolerate?: (broken: BrokenAnswer, status: number, requestId?: string) => Answer<T>,
 ): Promise<Answer<T>> {
 	const scope = openScope(ctx, options.timeoutMs ?? route.timeoutMs, options.deadline);
-	const out = {
-		route,
-		url: `${connection.baseUrl}${path}`,
-		path,
-		itemIndex: options.itemIndex,
-		authenticated: true,
-		...request,
-	};
+	const { path = route.path, ...rest } = request;
+	const url = `${connection.baseUrl}${path}`;
+	const out = { route, url, path, itemIndex: options.itemIndex, authenticated: true, ...rest };
 	return await send(ctx, connection, out, scope, jsonReceiver<T>(connection, scope), tolerate);
 }
 
@@ -65,14 +57,7 @@ export async function listPublications(
 	options: CallOptions = {},
 ): Promise<Answer<ListPage>> {
 	const qs = { since_id: sinceId, limit };
-	return await callJson<ListPage>(
-		ctx,
-		connection,
-		ROUTES.listPublications,
-		ROUTES.listPublications.path,
-		{ qs },
-		options,
-	);
+	return await callJson<ListPage>(ctx, connection, ROUTES.listPublications, { qs }, options);
 }
 
 /** GET /api/v1/image-pack-publications/<id>: the record with its manifest. */
@@ -83,7 +68,7 @@ export async function getPublication(
 	options: CallOptions = {},
 ): Promise<Answer<IDataObject>> {
 	const path = `${ROUTES.getPublication.path}${encodeURIComponent(String(id))}`;
-	return await callJson<IDataObject>(ctx, connection, ROUTES.getPublication, path, {}, options);
+	return await callJson<IDataObject>(ctx, connection, ROUTES.getPublication, { path }, options);
 }
 
 /**
@@ -105,7 +90,6 @@ export async function generate<T extends IDataObject>(
 		ctx,
 		connection,
 		ROUTES.generate,
-		ROUTES.generate.path,
 		request,
 		options,
 		(broken, status, requestId) => ({

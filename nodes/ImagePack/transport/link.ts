@@ -8,13 +8,13 @@
 import { imagePackError } from '../shared/errors';
 import { discard } from './body';
 import type { ApiContext, Connection } from './connection';
-import { resolveFileReference } from './download';
+import { decodeName, resolveFileReference } from './download';
 import { LINK_TIMEOUT_MS, SIGNED_LINK_MARGIN_MS, SIGNED_LINK_VALIDITY_MS } from './limits';
-import { ROUTES } from './routes';
+import { type Outgoing, ROUTES } from './routes';
 import { openScope } from './scope';
 import { Failures } from './failures';
 import { headerValue } from './receive';
-import { type Outgoing, send } from './send';
+import { send } from './send';
 
 export interface SignedLink {
 	/** The direct link: opens the file without the API key. */
@@ -40,14 +40,7 @@ function checkedLocation(location: string | undefined, from: string, apiKey: str
 	}
 	if (!/^https?:$/.test(url.protocol)) return `points to a ${url.protocol} address`;
 	// Checked on the decoded form too: an escaped key would still be the key.
-	const decoded = (() => {
-		try {
-			return decodeURIComponent(url.toString());
-		} catch {
-			return url.toString();
-		}
-	})();
-	if (url.toString().includes(apiKey) || decoded.includes(apiKey)) {
+	if (url.toString().includes(apiKey) || decodeName(url.toString()).includes(apiKey)) {
 		return 'carries the API key, so it is not handed out';
 	}
 	if (url.username || url.password) return 'carries credentials, so it is not handed out';
@@ -109,8 +102,6 @@ export async function signedFileLink(
 					'the file endpoint served the file itself instead of redirecting to a signed link',
 			},
 			'refused',
-			undefined,
-			'The file endpoint served the file itself instead of a signed link, so there is no link to open without the API key',
 		);
 	}
 	const link = checkedLocation(headerValue(response.headers, 'location'), url, connection.apiKey);

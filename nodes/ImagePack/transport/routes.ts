@@ -3,23 +3,36 @@
  * costs credits, and what a 404 on it means. Everything route-specific the transport and the error
  * messages need is read from here.
  */
-import type { IHttpRequestMethods } from 'n8n-workflow';
+import type { IDataObject, IHttpRequestMethods } from 'n8n-workflow';
 
+import type { RouteFacts } from '../shared/errors';
 import { DEFAULT_TIMEOUT_MS, DOWNLOAD_TIMEOUT_MS, GENERATE_TIMEOUT_MS } from './limits';
 
-export type Scope = 'generate:write' | 'assets:read' | 'documents:read';
-
-export interface Route {
+/** A route: its scope, whether it costs credits (a failure after sending may have been charged) and what a 404 means there. */
+export interface Route extends RouteFacts {
 	method: IHttpRequestMethods;
 	/** The path, or the prefix of paths that take an id or a file name. */
 	path: string;
-	scope: Scope;
-	/** Costs credits: a failure after sending may have been charged. */
-	paid: boolean;
 	/** The whole call by default, retries and waits included. */
 	timeoutMs: number;
-	/** What a 404 means here. */
-	notFound?: string;
+}
+
+/** One request as it goes out on a route. */
+export interface Outgoing {
+	route: Route;
+	url: string;
+	/** The path named in messages ("signed download link" off the API's origin). */
+	path: string;
+	qs?: IDataObject;
+	body?: IDataObject;
+	headers?: IDataObject;
+	itemIndex?: number;
+	/** With the credential (the API's origin) or without (signed links on the file host). */
+	authenticated: boolean;
+	/** Hand 3xx answers to the receiver (the file endpoint); otherwise a redirect is an error. */
+	acceptRedirects?: boolean;
+	/** For a paid route: the session to check when the generation may have run. */
+	sessionId?: string;
 }
 
 export const PUBLICATIONS_PATH = '/api/v1/image-pack-publications';
@@ -57,14 +70,6 @@ export const ROUTES = {
 	},
 } as const satisfies Record<string, Route>;
 
-/** Which operations each scope unlocks, for messages that tell the user what to tick. */
-export const SCOPE_OPERATIONS: Record<Scope, string> = {
-	'generate:write': 'Generate',
-	'assets:read':
-		'Download File, the image downloads of Generate and Get Publication, and the image links of Generate',
-	'documents:read': 'Get Publication, Get Many Publications and the Image Pack Trigger',
-};
-
 /** The route a path on the API's origin belongs to (a file reference may name any path). */
 export function routeOf(pathAndQuery: string): Route | undefined {
 	const path = pathAndQuery.split('?')[0];
@@ -73,9 +78,4 @@ export function routeOf(pathAndQuery: string): Route | undefined {
 	if (path === ROUTES.listPublications.path) return ROUTES.listPublications;
 	if (path.startsWith(ROUTES.file.path)) return ROUTES.file;
 	return undefined;
-}
-
-/** The scope a path needs, as the API document lists them. */
-export function scopeForPath(path: string): Scope | undefined {
-	return routeOf(path)?.scope;
 }

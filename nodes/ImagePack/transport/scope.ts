@@ -4,6 +4,7 @@
  */
 import { sleep } from 'n8n-workflow';
 
+import { executionCancelSignal } from '../shared/execution';
 import type { ApiContext } from './connection';
 import { DEFAULT_TIMEOUT_MS } from './limits';
 
@@ -14,13 +15,6 @@ export interface CallScope {
 	/** The time the call was given (after any deadline cut it), for messages. */
 	timeoutMs: number;
 	deadline: number;
-}
-
-/** n8n's cancel signal for this execution (Stop), where the context offers one. */
-export function executionCancelSignal(ctx: ApiContext): AbortSignal | undefined {
-	const getter = (ctx as { getExecutionCancelSignal?: () => AbortSignal | undefined })
-		.getExecutionCancelSignal;
-	return typeof getter === 'function' ? getter.call(ctx) : undefined;
 }
 
 /** Largest delay a timer takes; longer ones fire at once (Node clamps them to 1 ms). */

@@ -11,33 +11,22 @@
  *
  * And what a failure cost (`charge`) is decided here, once, from how far the request got.
  */
-import type { IDataObject, IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
+import type { IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
 
-import { parseErrorBody, redact, retryAfterSeconds } from '../shared/errors';
+import { redact } from '../shared/errors';
 import { discard, readCapped } from './body';
 import { type ApiContext, type Connection, CREDENTIAL_TYPE } from './connection';
-import { Failures, NOT_SENT_CODES, networkErrorCode, redirectError } from './failures';
+import { Failures, NOT_SENT_CODES, networkErrorCode } from './failures';
 import { backoff, limits, retryPolicy } from './limits';
-import { type BrokenAnswer, type Receiver, headerValue } from './receive';
-import type { Route } from './routes';
+import {
+	type BrokenAnswer,
+	type Receiver,
+	headerValue,
+	parseErrorBody,
+	retryAfterSeconds,
+} from './receive';
+import type { Outgoing } from './routes';
 import { type CallScope, pause, remainingMs } from './scope';
-
-export interface Outgoing {
-	route: Route;
-	url: string;
-	/** The path named in messages ("signed download link" off the API's origin). */
-	path: string;
-	qs?: IDataObject;
-	body?: IDataObject;
-	headers?: IDataObject;
-	itemIndex?: number;
-	/** With the credential (the API's origin) or without (signed links on the file host). */
-	authenticated: boolean;
-	/** Hand 3xx answers to the receiver (the file endpoint); otherwise a redirect is an error. */
-	acceptRedirects?: boolean;
-	/** For a paid route: the session to check when the generation may have run. */
-	sessionId?: string;
-}
 
 const TRANSIENT_STATUSES = new Set([502, 503, 504]);
 
@@ -143,7 +132,7 @@ async function attempt<R>(run: Attempt<R>): Promise<Step<R>> {
 	if (isRedirect(status)) {
 		discard(response.body);
 		const location = headerValue(response.headers, 'location');
-		throw redirectError(fail, out, status, location, requestId, run.connection);
+		throw fail.redirect(status, location, requestId);
 	}
 	return await refused(run, response, requestId);
 }

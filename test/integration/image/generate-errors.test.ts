@@ -4,7 +4,7 @@
  */
 import type { IDataObject } from 'n8n-workflow';
 
-import { retryPolicy } from '../../../nodes/ImagePack/transport';
+import { retryPolicy } from '../../../nodes/ImagePack/transport/limits';
 import { generate, useActionNode } from '../../harness/action-node';
 
 const { emulator, run, runError, balance } = useActionNode();

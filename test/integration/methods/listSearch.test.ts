@@ -1,13 +1,13 @@
 /**
- * Get Publication's picker (node version 1.1) and the plain ID of saved version-1 workflows, in real
- * n8n contexts (LoadOptionsContext for "From list", ExecuteContext for runs) against the emulator.
+ * Get Publication's picker ("From list"), in a real n8n LoadOptionsContext against the emulator. Its
+ * values running in Get Publication: publication/get.test.ts.
  */
 import type { INodeParameters } from 'n8n-workflow';
 
 import { ImagePack } from '../../../nodes/ImagePack/ImagePack.node';
 import { PICKER_PAGE_SIZE } from '../../../nodes/ImagePack/shared/newestFirst';
 import { type Emulator, startEmulator } from '../../emulator';
-import { runListSearch, runNode } from '../../harness/n8n';
+import { runListSearch } from '../../harness/n8n';
 
 let emulator: Emulator;
 
@@ -91,42 +91,5 @@ describe('Publication picker (From list)', () => {
 		expect(
 			(await emulator.control.requests({ route: 'listPublications' })).length,
 		).toBeLessThanOrEqual(3);
-	});
-});
-
-describe('Saved workflows keep their plain publication ID', () => {
-	it('version 1 with a number, a string and an expression; version 1.1 with list and ID modes', async () => {
-		const record = await emulator.control.publish({ packId: 'pk_saved' });
-		const runs: Array<[number, INodeParameters[string]]> = [
-			[1, record.id],
-			[1, String(record.id)],
-			[1, '={{ $json.id }}'],
-			[1.1, { __rl: true, mode: 'list', value: String(record.id), cachedResultName: 'whatever' }],
-			[1.1, { __rl: true, mode: 'id', value: '={{ $json.id }}' }],
-		];
-		for (const [typeVersion, publicationId] of runs) {
-			const [[item]] = await runNode({
-				nodeType: new ImagePack(),
-				typeVersion,
-				parameters: getParameters(publicationId),
-				items: [{ json: { id: record.id } }],
-				credentials: credentials(),
-			});
-			expect(item.json).toMatchObject({ id: record.id, pack_id: 'pk_saved' });
-		}
-	});
-
-	it('a bad ID in ID mode fails before anything is sent, naming the item and what is allowed', async () => {
-		await emulator.control.clearRequests();
-		await expect(
-			runNode({
-				nodeType: new ImagePack(),
-				parameters: getParameters({ __rl: true, mode: 'id', value: 'pk_123' }),
-				credentials: credentials(),
-			}),
-		).rejects.toThrow(
-			/Item 0: Publication ID "pk_123" is not a publication record id. Allowed values/,
-		);
-		expect(await emulator.control.requests({ listener: 'api' })).toHaveLength(0);
 	});
 });

@@ -1,5 +1,5 @@
 /**
- * Publication → Get: the record untouched, the normalized manifest, its images.
+ * Publication → Get: the record untouched, the normalized manifest, its images; the picker's values.
  * The node runs in a real n8n execution context against the emulator over real HTTP.
  */
 import type { IDataObject } from 'n8n-workflow';
@@ -65,13 +65,30 @@ describe('Get Publication', () => {
 		expect(error.message).toBe('The publication does not exist or belongs to another account');
 	});
 
-	it('Get Publication rejects a non-numeric id before sending', async () => {
+	it('the picker’s value runs in list mode, and in ID mode with an expression', async () => {
+		const record = await emulator.control.publish({ packId: 'pk_saved' });
+		const picks = [
+			{ __rl: true, mode: 'list', value: String(record.id), cachedResultName: 'whatever' },
+			{ __rl: true, mode: 'id', value: '={{ $json.id }}' },
+		];
+		for (const publicationId of picks) {
+			const [item] = await run(
+				{ resource: 'publication', operation: 'get', publicationId },
+				{ items: [{ json: { id: record.id } }] },
+			);
+			expect(item.json).toMatchObject({ id: record.id, pack_id: 'pk_saved' });
+		}
+	});
+
+	it('a bad ID fails before anything is sent, naming the item and what is allowed', async () => {
 		const error = await runError({
 			resource: 'publication',
 			operation: 'get',
-			publicationId: 'pk_123',
+			publicationId: { __rl: true, mode: 'id', value: 'pk_123' },
 		});
-		expect(error.message).toMatch(/Publication ID "pk_123" is not a publication record id/);
+		expect(error.message).toMatch(
+			/^Item 0: Publication ID "pk_123" is not a publication record id. Allowed values/,
+		);
 		expect(await emulator.control.requests({ listener: 'api' })).toHaveLength(0);
 	});
 });

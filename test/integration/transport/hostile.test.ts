@@ -8,7 +8,7 @@ import { sleep } from 'n8n-workflow';
 
 import { ImagePack } from '../../../nodes/ImagePack/ImagePack.node';
 import { ImagePackTrigger } from '../../../nodes/ImagePack/ImagePackTrigger.node';
-import { limits, retryPolicy } from '../../../nodes/ImagePack/transport';
+import { limits, retryPolicy } from '../../../nodes/ImagePack/transport/limits';
 import { PollingWorkflow, runNode } from '../../harness/n8n';
 import {
 	type ScriptedServer,

@@ -1,7 +1,7 @@
 import type { NodeApiError } from 'n8n-workflow';
 import { sleep } from 'n8n-workflow';
 
-import { retryPolicy } from '../../../nodes/ImagePack/transport';
+import { retryPolicy } from '../../../nodes/ImagePack/transport/limits';
 import { runNode } from '../../harness/n8n';
 import { TransportProbe } from '../../harness/probe-node';
 import {

@@ -8,8 +8,8 @@ import type { IDataObject } from 'n8n-workflow';
 import {
 	SIGNED_LINK_MARGIN_MS,
 	SIGNED_LINK_VALIDITY_MS,
+	retryPolicy,
 } from '../../../nodes/ImagePack/transport/limits';
-import { retryPolicy } from '../../../nodes/ImagePack/transport';
 import { runNode } from '../../harness/n8n';
 import { TransportProbe } from '../../harness/probe-node';
 import {

@@ -5,7 +5,7 @@
 import type { INodeExecutionData, INodeParameters } from 'n8n-workflow';
 
 import { ImagePackTrigger } from '../../../nodes/ImagePack/ImagePackTrigger.node';
-import type { retryPolicy } from '../../../nodes/ImagePack/transport';
+import type { retryPolicy } from '../../../nodes/ImagePack/transport/limits';
 import { useEmulator } from '../../harness/emulator';
 import { DurablePollerHost, LegacyPollerHost } from '../../harness/polling';
 

@@ -9,7 +9,7 @@ import { sleep } from 'n8n-workflow';
 
 import { ImagePackTrigger } from '../../../nodes/ImagePack/ImagePackTrigger.node';
 import { MAX_SEARCH_PROBES } from '../../../nodes/ImagePack/shared/cursor';
-import { retryPolicy } from '../../../nodes/ImagePack/transport';
+import { retryPolicy } from '../../../nodes/ImagePack/transport/limits';
 import { LegacyPollerHost } from '../../harness/polling';
 import { startScriptedServer, type ScriptedServer } from '../../harness/scripted-server';
 

@@ -1,16 +1,11 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { updateDisplayOptions } from 'n8n-workflow';
 
-import {
-	eachItem,
-	invalidParameter,
-	maxFileBytes,
-	maxFileSizeOption,
-} from '../../shared/execution';
+import { eachItem, itemParameters, maxFileBytes, maxFileSizeOption } from '../../shared/execution';
+import { ValidationIssue } from '../../shared/validate';
 import { downloadBinary, getConnection } from '../../transport';
 
-const show = { resource: ['file'], operation: ['download'] };
-
-export const description: INodeProperties[] = [
+const properties: INodeProperties[] = [
 	{
 		displayName: 'File URL',
 		name: 'fileUrl',
@@ -24,7 +19,6 @@ export const description: INodeProperties[] = [
 			propertyHint:
 				"One file per item. After Get Publication, Split Out normalized.images, skip entries whose download_url is empty (deleted images), then map expr('{{ $json.download_url }}') (or the split field's name). After Generate, an image's url, e.g. expr('{{ $json.images[0].url }}'); Generate already attaches its images as binaries unless Download Images is off.",
 		},
-		displayOptions: { show },
 	},
 	{
 		displayName: 'Put Output File in Field',
@@ -33,7 +27,6 @@ export const description: INodeProperties[] = [
 		required: true,
 		default: 'data',
 		hint: 'The name of the output binary field to put the file in',
-		displayOptions: { show },
 	},
 	{
 		displayName: 'Options',
@@ -41,10 +34,14 @@ export const description: INodeProperties[] = [
 		type: 'collection',
 		placeholder: 'Add Option',
 		default: {},
-		displayOptions: { show },
 		options: [maxFileSizeOption],
 	},
 ];
+
+export const description = updateDisplayOptions(
+	{ show: { resource: ['file'], operation: ['download'] } },
+	properties,
+);
 
 export async function execute(
 	this: IExecuteFunctions,
@@ -52,28 +49,27 @@ export async function execute(
 ): Promise<INodeExecutionData[]> {
 	const connection = await getConnection(this);
 	return await eachItem(this, items, async (itemIndex) => {
-		const fileUrl = String(this.getNodeParameter('fileUrl', itemIndex, '') ?? '').trim();
-		const property = String(this.getNodeParameter('binaryPropertyName', itemIndex, 'data')).trim();
-		if (!fileUrl) {
-			throw invalidParameter(
-				this,
-				'fileUrl',
-				`File URL is empty. Allowed values: an images[].url, a download_url, a file name or a URL on the credential's host`,
-				itemIndex,
-			);
-		}
-		if (!property) {
-			throw invalidParameter(
-				this,
-				'binaryPropertyName',
-				'Put Output File in Field is empty. Allowed values: a field name such as data',
-				itemIndex,
-			);
-		}
-		const binary = await downloadBinary(this, connection, fileUrl, {
-			itemIndex,
-			maxBytes: maxFileBytes(this.getNodeParameter('options', itemIndex, {})),
+		const { fileUrl, property, maxBytes } = itemParameters(this, itemIndex, () => {
+			const fileUrl = String(this.getNodeParameter('fileUrl', itemIndex, '') ?? '').trim();
+			const property = String(
+				this.getNodeParameter('binaryPropertyName', itemIndex, 'data'),
+			).trim();
+			if (!fileUrl) {
+				throw new ValidationIssue(
+					'fileUrl',
+					`File URL is empty. Allowed values: an images[].url, a download_url, a file name or a URL on the credential's host`,
+				);
+			}
+			if (!property) {
+				throw new ValidationIssue(
+					'binaryPropertyName',
+					'Put Output File in Field is empty. Allowed values: a field name such as data',
+				);
+			}
+			const maxBytes = maxFileBytes(this.getNodeParameter('options', itemIndex, {}));
+			return { fileUrl, property, maxBytes };
 		});
+		const binary = await downloadBinary(this, connection, fileUrl, { itemIndex, maxBytes });
 		return [
 			{
 				json: {

@@ -5,36 +5,14 @@ import type {
 	INodeExecutionData,
 	INodeProperties,
 } from 'n8n-workflow';
+import { updateDisplayOptions } from 'n8n-workflow';
 
-import {
-	eachItem,
-	invalidParameter,
-	maxFileBytes,
-	maxFileSizeOption,
-} from '../../shared/execution';
+import { eachItem, itemParameters, maxFileBytes, maxFileSizeOption } from '../../shared/execution';
 import { normalizeManifest } from '../../shared/manifest';
-import { type Connection, downloadBinary, getConnection, getPublication } from '../../transport';
+import { ValidationIssue } from '../../shared/validate';
+import { downloadBinary, getConnection, getPublication } from '../../transport';
 
-const show = { resource: ['publication'], operation: ['get'] };
-
-/** Node version 1 stored the id as a plain string; saved workflows keep it that way (see README). */
-const plainIdVersions = { '@version': [1] };
-
-export const description: INodeProperties[] = [
-	{
-		displayName: 'Publication ID',
-		name: 'publicationId',
-		type: 'string',
-		required: true,
-		default: '',
-		placeholder: '12345',
-		description: 'The numeric ID of the publication record, as emitted by the Image Pack Trigger',
-		builderHint: {
-			propertyHint:
-				"After the Image Pack Trigger, map the trigger item's id, e.g. expr('{{ $json.id }}'). As an AI Agent tool, fromAi('publicationId', 'The numeric id of the publication record', 'number').",
-		},
-		displayOptions: { show: { ...show, ...plainIdVersions } },
-	},
+const properties: INodeProperties[] = [
 	{
 		displayName: 'Publication',
 		name: 'publicationId',
@@ -47,7 +25,6 @@ export const description: INodeProperties[] = [
 			propertyHint:
 				"After the Image Pack Trigger use mode 'id' with the trigger item's id, e.g. expr('{{ $json.id }}'); mode 'list' is for a publication picked by hand. The output's normalized.images lists the images (download_url, null when deleted) for Split Out and then Download File.",
 		},
-		displayOptions: { show, hide: plainIdVersions },
 		modes: [
 			{
 				displayName: 'From List',
@@ -79,7 +56,6 @@ export const description: INodeProperties[] = [
 		type: 'collection',
 		placeholder: 'Add Option',
 		default: {},
-		displayOptions: { show },
 		options: [
 			{
 				displayName: 'Download Images',
@@ -94,78 +70,62 @@ export const description: INodeProperties[] = [
 	},
 ];
 
+export const description = updateDisplayOptions(
+	{ show: { resource: ['publication'], operation: ['get'] } },
+	properties,
+);
+
 /** Reads the record id of an item; rejects anything but a positive integer before sending. */
-export function publicationIdOf(ctx: IExecuteFunctions, itemIndex: number): number {
-	// A plain value (node version 1) or a picker value ({ mode, value }, version 1.1), read alike.
+function publicationIdOf(ctx: IExecuteFunctions, itemIndex: number): number {
+	// The picker's value ({ mode, value }); a plain value (an expression, a test) reads alike.
 	const raw = ctx.getNodeParameter('publicationId', itemIndex, '', { extractValue: true }) as
 		| string
 		| number;
 	const text = String(raw).trim().replace(/^#/, '');
 	if (!/^\d+$/.test(text) || Number(text) < 1 || !Number.isSafeInteger(Number(text))) {
-		throw invalidParameter(
-			ctx,
+		throw new ValidationIssue(
 			'publicationId',
 			`Publication ID "${text}" is not a publication record id. Allowed values: a positive whole number, such as the "id" of an Image Pack Trigger item`,
-			itemIndex,
 		);
 	}
 	return Number(text);
 }
 
 /** The detail record untouched, plus `normalized` and (optionally) the images as binaries. */
-export async function fetchPublication(
-	ctx: IExecuteFunctions,
-	id: number,
-	itemIndex: number,
-	downloadImages: boolean,
-	connection: Connection,
-	maxBytes?: number,
-): Promise<INodeExecutionData> {
-	const { body } = await getPublication(ctx, connection, id, { itemIndex });
-	const normalized = normalizeManifest(body.manifest);
-	const binary: Record<string, IBinaryData> = {};
-	const images = normalized.images.map((image) => ({
-		...image,
-		binaryProperty: null as string | null,
-	}));
-	if (downloadImages) {
-		for (const image of images) {
-			if (!image.download_url) continue;
-			const key = `image_${Object.keys(binary).length}`;
-			binary[key] = await downloadBinary(ctx, connection, image.download_url, {
-				itemIndex,
-				maxBytes,
-			});
-			image.binaryProperty = key;
-		}
-	}
-	return {
-		json: { ...body, normalized: { ...normalized, images } as unknown as IDataObject },
-		binary: Object.keys(binary).length ? binary : undefined,
-		pairedItem: { item: itemIndex },
-	};
-}
-
 export async function execute(
 	this: IExecuteFunctions,
 	items: INodeExecutionData[],
 ): Promise<INodeExecutionData[]> {
 	const connection = await getConnection(this);
 	return await eachItem(this, items, async (itemIndex) => {
-		const id = publicationIdOf(this, itemIndex);
-		const options = this.getNodeParameter('options', itemIndex, {}) as {
-			downloadImages?: boolean;
-		};
-		const maxBytes = maxFileBytes(options);
+		const { id, downloadImages, maxBytes } = itemParameters(this, itemIndex, () => {
+			const options = this.getNodeParameter('options', itemIndex, {}) as IDataObject;
+			return {
+				id: publicationIdOf(this, itemIndex),
+				downloadImages: Boolean(options.downloadImages),
+				maxBytes: maxFileBytes(options),
+			};
+		});
+		const { body } = await getPublication(this, connection, id, { itemIndex });
+		const normalized = normalizeManifest(body.manifest);
+		const binary: Record<string, IBinaryData> = {};
+		const images = normalized.images.map((image) => ({
+			...image,
+			binaryProperty: null as string | null,
+		}));
+		for (const image of downloadImages ? images : []) {
+			if (!image.download_url) continue;
+			const key = `image_${Object.keys(binary).length}`;
+			const options = { itemIndex, maxBytes };
+			binary[key] = await downloadBinary(this, connection, image.download_url, options);
+			image.binaryProperty = key;
+		}
 		return [
-			await fetchPublication(
-				this,
-				id,
-				itemIndex,
-				Boolean(options.downloadImages),
-				connection,
-				maxBytes,
-			),
+			{
+				json: { ...body, normalized: { ...normalized, images } as unknown as IDataObject },
+				binary: Object.keys(binary).length ? binary : undefined,
+				pairedItem: { item: itemIndex },
+			},
 		];
 	});
 }

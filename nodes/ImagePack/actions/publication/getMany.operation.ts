@@ -4,64 +4,51 @@ import type {
 	INodeExecutionData,
 	INodeProperties,
 } from 'n8n-workflow';
+import { updateDisplayOptions } from 'n8n-workflow';
 
 import { imagePackError } from '../../shared/errors';
-import { eachItem, invalidParameter } from '../../shared/execution';
+import { eachItem, itemParameters } from '../../shared/execution';
+import { boundedNumber } from '../../shared/validate';
 import { type Connection, getConnection, listPublications } from '../../transport';
 
-const show = { resource: ['publication'], operation: ['getMany'] };
 export const MAX_PAGE_SIZE = 200;
 
-export const description: INodeProperties[] = [
-	{
-		displayName: 'Since ID',
-		name: 'sinceId',
-		type: 'number',
-		typeOptions: { minValue: 0 },
-		default: 0,
-		description:
-			'Return only publications with an ID greater than this (0 = from the first one). Reading in parts? Start each part 50 below the last ID of the previous one (the API’s reread_overlap: a publication can become visible late, under a lower ID) and skip publications you already have (same pack ID and version), or use the Image Pack Trigger, which does both.',
-		displayOptions: { show },
-	},
+const sinceIdProperty: INodeProperties = {
+	displayName: 'Since ID',
+	name: 'sinceId',
+	type: 'number',
+	typeOptions: { minValue: 0, numberPrecision: 0 },
+	default: 0,
+	description:
+		'Return only publications with an ID greater than this (0 = from the first one). Reading in parts? Start each part 50 below the last ID of the previous one (the API’s reread_overlap: a publication can become visible late, under a lower ID) and skip publications you already have (same pack ID and version), or use the Image Pack Trigger, which does both.',
+};
+
+const limitProperty: INodeProperties = {
+	displayName: 'Limit',
+	name: 'limit',
+	type: 'number',
+	typeOptions: { minValue: 1, maxValue: MAX_PAGE_SIZE, numberPrecision: 0 },
+	default: 50,
+	description: 'Max number of results to return',
+	displayOptions: { show: { returnAll: [false] } },
+};
+
+const properties: INodeProperties[] = [
+	sinceIdProperty,
 	{
 		displayName: 'Return All',
 		name: 'returnAll',
 		type: 'boolean',
 		default: false,
 		description: 'Whether to return all results or only up to a given limit',
-		displayOptions: { show },
 	},
-	{
-		displayName: 'Limit',
-		name: 'limit',
-		type: 'number',
-		typeOptions: { minValue: 1, maxValue: MAX_PAGE_SIZE },
-		default: 50,
-		description: 'Max number of results to return',
-		displayOptions: { show: { ...show, returnAll: [false] } },
-	},
+	limitProperty,
 ];
 
-function wholeNumber(
-	ctx: IExecuteFunctions,
-	name: string,
-	label: string,
-	value: unknown,
-	itemIndex: number,
-	min: number,
-	max: number,
-): number {
-	const number = Number(value);
-	if (!Number.isSafeInteger(number) || number < min || number > max) {
-		throw invalidParameter(
-			ctx,
-			name,
-			`${label} "${String(value)}" is not allowed. Allowed values: whole numbers from ${min} to ${max}`,
-			itemIndex,
-		);
-	}
-	return number;
-}
+export const description = updateDisplayOptions(
+	{ show: { resource: ['publication'], operation: ['getMany'] } },
+	properties,
+);
 
 /** Return All reads at most this many records; beyond it, page with Since ID. */
 export const MAX_RETURN_ALL_RECORDS = 100_000;
@@ -168,27 +155,14 @@ export async function execute(
 ): Promise<INodeExecutionData[]> {
 	const connection = await getConnection(this);
 	return await eachItem(this, items, async (itemIndex) => {
-		const sinceId = wholeNumber(
-			this,
-			'sinceId',
-			'Since ID',
-			this.getNodeParameter('sinceId', itemIndex, 0),
-			itemIndex,
-			0,
-			Number.MAX_SAFE_INTEGER,
-		);
-		const returnAll = this.getNodeParameter('returnAll', itemIndex, false) as boolean;
-		const limit = returnAll
-			? undefined
-			: wholeNumber(
-					this,
-					'limit',
-					'Limit',
-					this.getNodeParameter('limit', itemIndex, 50),
-					itemIndex,
-					1,
-					MAX_PAGE_SIZE,
-				);
+		const parameter = (property: INodeProperties) =>
+			boundedNumber(property, this.getNodeParameter(property.name, itemIndex, property.default));
+		const { sinceId, limit } = itemParameters(this, itemIndex, () => ({
+			sinceId: parameter(sinceIdProperty),
+			limit: this.getNodeParameter('returnAll', itemIndex, false)
+				? undefined
+				: parameter(limitProperty),
+		}));
 		const records = await listRecords(this, itemIndex, sinceId, limit, connection);
 		return records.map((record) => ({ json: record, pairedItem: { item: itemIndex } }));
 	});

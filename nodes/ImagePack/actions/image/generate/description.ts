@@ -1,4 +1,7 @@
-/** Generate's parameters in the editor; limits come from the catalog and the options table. */
+/**
+ * Generate's parameters in the editor. Choices come from the catalog; each option's default and
+ * limits are written here once, and options.ts reads them from these definitions.
+ */
 import type { INodeProperties } from 'n8n-workflow';
 import { updateDisplayOptions } from 'n8n-workflow';
 
@@ -15,9 +18,100 @@ import {
 	describePrice,
 } from '../../../shared/catalog';
 import { maxFileSizeOption } from '../../../shared/execution';
-import { BOUNDS } from '../../../shared/validate';
 
 const GPT_MODELS = MODELS.filter((model) => model.usesQuality).map((model) => model.id);
+
+/** The Options collection; options.ts reads each number option's bounds from here. */
+export const generateOptions: INodeProperties[] = [
+	{
+		displayName: 'Accept Language',
+		name: 'acceptLanguage',
+		type: 'options',
+		default: 'en',
+		description: 'Language of the warning texts the service returns',
+		options: [
+			{ name: 'English', value: 'en' },
+			{ name: 'Chinese', value: 'zh-CN' },
+		],
+	},
+	{
+		displayName: 'Concurrency',
+		name: 'concurrency',
+		type: 'number',
+		typeOptions: { minValue: 1, maxValue: 8, numberPrecision: 0 },
+		default: 1,
+		description:
+			'How many items are generated at the same time. Output order always follows input order.',
+	},
+	{
+		displayName: 'Download Images',
+		name: 'downloadImages',
+		type: 'boolean',
+		default: true,
+		description:
+			'Whether to attach the generated images as binary data (image_0, image_1, …). When the node runs as an AI agent’s tool, images are not downloaded unless this option is added and on: the agent only sees the JSON.',
+	},
+	{
+		displayName: 'Image Links',
+		name: 'imageLinks',
+		type: 'boolean',
+		default: false,
+		builderHint: {
+			propertyHint:
+				'Turn on when a later node posts the images as links (Slack, e-mail, a chat message): the output gets image_links[] (url, expires_at), valid about an hour; turn Download Images off if no file is needed. As an AI Agent tool links are added without this option.',
+		},
+		description:
+			'Whether to add image_links: for each image a link that opens it without the API key, to post in Slack, an e-mail or a chat. A link works for one hour; its expires_at says until when (5 minutes early, to be safe). Nothing is downloaded for it. When the node runs as an AI agent’s tool, links are added unless this option is added and off.',
+	},
+	{
+		displayName: 'Max Credits per Execution',
+		name: 'maxCreditsPerExecution',
+		type: 'number',
+		typeOptions: { minValue: 0, maxValue: 1_000_000 },
+		default: 0,
+		description:
+			'Refuse a generation once the credits this workflow run has spent on Image Pack generations (all Image Pack nodes and every agent tool call of the run), plus this request’s estimate, would pass this (0 = no limit). Guards the wallet when an AI agent calls this tool in a loop; a refused call tells the agent why.',
+	},
+	{
+		displayName: 'Max Credits per Item',
+		name: 'maxCreditsPerItem',
+		type: 'number',
+		typeOptions: { minValue: 0, maxValue: 1_000_000 },
+		default: 0,
+		description:
+			'Refuse to send an item whose estimated credits exceed this (0 = no limit). For Auto the estimate is the highest price Auto may pick.',
+	},
+	{
+		...maxFileSizeOption,
+		description:
+			'A downloaded image larger than this is stopped and reported in download_errors (the generation stays in the output)',
+	},
+	{
+		displayName: 'One Item per Image',
+		name: 'splitImages',
+		type: 'boolean',
+		default: false,
+		description:
+			'Whether to output one item per generated image (binary under "data") instead of one item per request',
+	},
+	{
+		displayName: 'Resend Uncertain Generations',
+		name: 'resendUncertain',
+		type: 'boolean',
+		default: false,
+		description:
+			'Whether a retry of a failed execution (Executions → Retry with the saved workflow) sends again the items whose earlier request may have been charged (a timeout or a dropped connection after sending). Check their session on the website first: if the generation ran, sending it again pays twice. Retry On Fail never sends them again.',
+	},
+	{
+		displayName: 'Timeout (Seconds)',
+		name: 'timeoutSeconds',
+		type: 'number',
+		typeOptions: { minValue: 1, maxValue: 3600 },
+		default: 330, // above the API's 5 minutes
+		description:
+			'How long one generation may take in total, the answer included (1 to 3600). The service may take up to 5 minutes, so keep this above 300.',
+	},
+];
 
 const properties: INodeProperties[] = [
 	{
@@ -147,102 +241,7 @@ const properties: INodeProperties[] = [
 		type: 'collection',
 		placeholder: 'Add Option',
 		default: {},
-		options: [
-			{
-				displayName: 'Accept Language',
-				name: 'acceptLanguage',
-				type: 'options',
-				default: 'en',
-				description: 'Language of the warning texts the service returns',
-				options: [
-					{ name: 'English', value: 'en' },
-					{ name: 'Chinese', value: 'zh-CN' },
-				],
-			},
-			{
-				displayName: 'Concurrency',
-				name: 'concurrency',
-				type: 'number',
-				typeOptions: { minValue: BOUNDS.concurrency.min, maxValue: BOUNDS.concurrency.max },
-				default: 1,
-				description:
-					'How many items are generated at the same time. Output order always follows input order.',
-			},
-			{
-				displayName: 'Download Images',
-				name: 'downloadImages',
-				type: 'boolean',
-				default: true,
-				description:
-					'Whether to attach the generated images as binary data (image_0, image_1, …). When the node runs as an AI agent’s tool, images are not downloaded unless this option is added and on: the agent only sees the JSON.',
-			},
-			{
-				displayName: 'Image Links',
-				name: 'imageLinks',
-				type: 'boolean',
-				default: false,
-				builderHint: {
-					propertyHint:
-						'Turn on when a later node posts the images as links (Slack, e-mail, a chat message): the output gets image_links[] (url, expires_at), valid about an hour; turn Download Images off if no file is needed. As an AI Agent tool links are added without this option.',
-				},
-				description:
-					'Whether to add image_links: for each image a link that opens it without the API key, to post in Slack, an e-mail or a chat. A link works for one hour; its expires_at says until when (5 minutes early, to be safe). Nothing is downloaded for it. When the node runs as an AI agent’s tool, links are added unless this option is added and off.',
-			},
-			{
-				displayName: 'Max Credits per Execution',
-				name: 'maxCreditsPerExecution',
-				type: 'number',
-				typeOptions: {
-					minValue: BOUNDS.maxCreditsPerExecution.min,
-					maxValue: BOUNDS.maxCreditsPerExecution.max,
-				},
-				default: 0,
-				description:
-					'Refuse a generation once the credits this workflow run has spent on Image Pack generations (all Image Pack nodes and every agent tool call of the run), plus this request’s estimate, would pass this (0 = no limit). Guards the wallet when an AI agent calls this tool in a loop; a refused call tells the agent why.',
-			},
-			{
-				displayName: 'Max Credits per Item',
-				name: 'maxCreditsPerItem',
-				type: 'number',
-				typeOptions: {
-					minValue: BOUNDS.maxCreditsPerItem.min,
-					maxValue: BOUNDS.maxCreditsPerItem.max,
-				},
-				default: 0,
-				description:
-					'Refuse to send an item whose estimated credits exceed this (0 = no limit). For Auto the estimate is the highest price Auto may pick.',
-			},
-			{
-				...maxFileSizeOption,
-				description:
-					'A downloaded image larger than this is stopped and reported in download_errors (the generation stays in the output)',
-			},
-			{
-				displayName: 'One Item per Image',
-				name: 'splitImages',
-				type: 'boolean',
-				default: false,
-				description:
-					'Whether to output one item per generated image (binary under "data") instead of one item per request',
-			},
-			{
-				displayName: 'Resend Uncertain Generations',
-				name: 'resendUncertain',
-				type: 'boolean',
-				default: false,
-				description:
-					'Whether a retry of a failed execution (Executions → Retry with the saved workflow) sends again the items whose earlier request may have been charged (a timeout or a dropped connection after sending). Check their session on the website first: if the generation ran, sending it again pays twice. Retry On Fail never sends them again.',
-			},
-			{
-				displayName: 'Timeout (Seconds)',
-				name: 'timeoutSeconds',
-				type: 'number',
-				typeOptions: { minValue: BOUNDS.timeoutSeconds.min, maxValue: BOUNDS.timeoutSeconds.max },
-				default: 330, // BOUNDS.timeoutSeconds.fallback: the lint rule wants a literal; a test keeps them equal
-				description:
-					'How long one generation may take in total, the answer included (1 to 3600). The service may take up to 5 minutes, so keep this above 300.',
-			},
-		],
+		options: generateOptions,
 	},
 ];
 

@@ -8,7 +8,7 @@ import type { IBinaryData, IDataObject, IExecuteFunctions, INodeExecutionData } 
 
 import { chargeHint, errorFacts, imagePackError } from '../../../shared/errors';
 import { asNodeError, eachItem } from '../../../shared/execution';
-import { CreditCapReached, ExecutionLedger, creditBudget, runsAsTool } from '../../../shared/tool';
+import { ExecutionLedger, creditBudget, runsAsTool } from '../../../shared/tool';
 import {
 	type Answer,
 	type Connection,
@@ -17,13 +17,14 @@ import {
 	getConnection,
 } from '../../../transport';
 import { type GeneratedImage, type GenerateResponse, type ReadAnswer, readAnswer } from './answer';
-import { addImageLinks, linkForImage, linksWanted } from './links';
+import { addImageLinks, linkForImage } from './links';
 import type { RunMemory } from './memory';
 import { type ItemPlan, planItem } from './options';
 import { answerFor, openMemory } from './retry';
 
 /** What every item of one node run shares. */
 interface Run {
+	ctx: IExecuteFunctions;
 	connection: Connection;
 	asTool: boolean;
 	ledger: ExecutionLedger;
@@ -33,49 +34,29 @@ interface Run {
 }
 
 /** Takes the request's estimate from the execution's credit cap, or refuses before anything is sent. */
-function reserveCredits(
-	ctx: IExecuteFunctions,
-	run: Run,
-	estimate: number,
-	cap: number,
-	itemIndex: number,
-) {
-	try {
-		run.ledger.reserve(estimate, cap);
-	} catch (error) {
-		if (!(error instanceof CreditCapReached)) throw asNodeError(ctx, error, itemIndex);
-		throw imagePackError(
-			ctx.getNode(),
-			{ code: 'credit_cap_reached', charge: 'not_sent', itemIndex },
-			{
-				message: error.message,
-				description: `Nothing was sent and no credits were used. Raise Max Credits per Execution (now ${cap}) to allow more.`,
-			},
-		);
-	}
+function reserveCredits({ ctx, ledger }: Run, estimate: number, cap: number, itemIndex: number) {
+	const spent = ledger.spent;
+	if (ledger.reserve(estimate, cap)) return;
+	throw imagePackError(
+		ctx.getNode(),
+		{ code: 'credit_cap_reached', charge: 'not_sent', itemIndex },
+		{
+			message: `The credit cap of this workflow run is reached: ${spent} of ${cap} credits (Max Credits per Execution) are already spent or reserved, and this request could cost ${estimate} more`,
+			description: `Nothing was sent and no credits were used. Raise Max Credits per Execution (now ${cap}) to allow more.`,
+		},
+	);
 }
 
 /** Sends the generation; the ledger ends up holding what it cost (its estimate while unknown). */
-async function sendGeneration(
-	ctx: IExecuteFunctions,
-	itemIndex: number,
-	{ request, options }: ItemPlan,
-	run: Run,
-): Promise<Answer<GenerateResponse>> {
+async function sendGeneration(run: Run, itemIndex: number, { request, options }: ItemPlan) {
+	const { ctx, connection } = run;
 	const estimate = request.creditsEstimated;
-	reserveCredits(ctx, run, estimate, options.maxCreditsPerExecution, itemIndex);
+	reserveCredits(run, estimate, options.maxCreditsPerExecution, itemIndex);
 	let answer: Answer<GenerateResponse>;
 	try {
-		answer = await generate<GenerateResponse>(
-			ctx,
-			run.connection,
-			{ ...request.body },
-			{
-				itemIndex,
-				acceptLanguage: options.acceptLanguage,
-				timeoutMs: options.timeoutMs,
-			},
-		);
+		const { acceptLanguage, timeoutMs } = options;
+		const call = { itemIndex, acceptLanguage, timeoutMs };
+		answer = await generate<GenerateResponse>(ctx, connection, { ...request.body }, call);
 	} catch (error) {
 		const uncertain = errorFacts(error).charge === 'may_have_been_charged';
 		run.ledger.settle(estimate, uncertain ? estimate : 0);
@@ -88,12 +69,11 @@ async function sendGeneration(
 
 /** The item's JSON: the answer as returned plus what the node adds; hints for what differs. */
 function resultOf(
-	ctx: IExecuteFunctions,
+	{ ctx, ledger }: Run,
 	itemIndex: number,
 	{ request, options }: ItemPlan,
 	answer: Answer<GenerateResponse>,
 	read: ReadAnswer,
-	run: Run,
 ): IDataObject {
 	const result: IDataObject = {
 		...answer.body,
@@ -101,7 +81,7 @@ function resultOf(
 		credits_estimated: request.creditsEstimated,
 	};
 	const cap = options.maxCreditsPerExecution;
-	if (cap > 0) result.credit_budget = creditBudget(cap, run.ledger.spent);
+	if (cap > 0) result.credit_budget = creditBudget(cap, ledger.spent);
 	const hints = read.warnings.map(
 		(warning) =>
 			`Item ${itemIndex}: ${String(warning.type)} ${String(warning.feature)}: ${String(warning.details ?? '')}`,
@@ -124,20 +104,19 @@ function resultOf(
 
 /** The images are paid for: a failed download is reported on the item, never thrown. */
 async function downloadImages(
-	ctx: IExecuteFunctions,
+	{ ctx, connection, asTool }: Run,
 	itemIndex: number,
-	images: GeneratedImage[],
 	{ options }: ItemPlan,
-	run: Run,
+	images: GeneratedImage[],
 	result: IDataObject,
 ): Promise<Array<IBinaryData | undefined>> {
 	const binaries: Array<IBinaryData | undefined> = [];
 	// An agent sees JSON only: as a tool, images are downloaded only when the user asks for it.
-	if (!(options.downloadImages ?? !run.asTool)) return binaries;
+	if (!(options.downloadImages ?? !asTool)) return binaries;
 	const errors: IDataObject[] = [];
 	for (const [index, image] of images.entries()) {
 		try {
-			binaries[index] = await downloadBinary(ctx, run.connection, image.url, {
+			binaries[index] = await downloadBinary(ctx, connection, image.url, {
 				itemIndex,
 				fileName: typeof image.filename === 'string' ? image.filename : undefined,
 				maxBytes: options.maxFileBytes,
@@ -186,26 +165,17 @@ function outputItems(
 	];
 }
 
-async function generateItem(
-	ctx: IExecuteFunctions,
-	itemIndex: number,
-	plan: ItemPlan,
-	run: Run,
-): Promise<INodeExecutionData[]> {
-	const answer = await answerFor(
-		ctx,
-		itemIndex,
-		plan,
-		run.memory,
-		run.replayed,
-		async () => await sendGeneration(ctx, itemIndex, plan, run),
-	);
+async function generateItem(run: Run, itemIndex: number, plan: ItemPlan) {
+	const { ctx, memory, replayed } = run;
+	const send = async () => await sendGeneration(run, itemIndex, plan);
+	const answer = await answerFor(ctx, itemIndex, plan, memory, replayed, send);
 	const read = answer.unreadable
 		? { images: [], warnings: [], problems: [answer.unreadable] }
 		: readAnswer(answer.body, plan.request.body.n);
-	const result = resultOf(ctx, itemIndex, plan, answer, read, run);
-	const binaries = await downloadImages(ctx, itemIndex, read.images, plan, run, result);
-	if (linksWanted(plan.options.imageLinks, run.asTool)) {
+	const result = resultOf(run, itemIndex, plan, answer, read);
+	const binaries = await downloadImages(run, itemIndex, plan, read.images, result);
+	// Links when the option says so, otherwise only as an agent's tool.
+	if (plan.options.imageLinks ?? run.asTool) {
 		await addImageLinks(ctx, run.connection, itemIndex, read.images, result);
 	}
 	return outputItems(itemIndex, result, read.images, binaries, plan.options.splitImages);
@@ -243,6 +213,7 @@ export async function execute(
 	const connection = await getConnection(this);
 	const asTool = runsAsTool(this);
 	const run: Run = {
+		ctx: this,
 		connection,
 		asTool,
 		ledger: new ExecutionLedger(this),
@@ -266,7 +237,7 @@ export async function execute(
 			async (itemIndex) => {
 				const plan = plans[itemIndex];
 				if (plan instanceof Error) throw plan;
-				const output = await generateItem(this, itemIndex, plan, run);
+				const output = await generateItem(run, itemIndex, plan);
 				const turn = output[0]?.json.turn_id;
 				if (turn) paid.push(String(turn));
 				return output;

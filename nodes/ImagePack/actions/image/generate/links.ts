@@ -26,11 +26,6 @@ export interface ImageLink extends IDataObject {
 /** Errors that hold for every image of the call: the other links are not asked for. */
 const KEY_WIDE = new Set(['unauthorized', 'invalid_api_key', 'insufficient_scope', 'cancelled']);
 
-/** Whether this run adds links: the option when set, otherwise only as an agent's tool. */
-export function linksWanted(option: boolean | undefined, asTool: boolean): boolean {
-	return option ?? asTool;
-}
-
 /** Why an image has no link, in words a model or a person can act on. */
 function missingLinkText(error: unknown): string {
 	const facts = errorFacts(error);

@@ -12,7 +12,7 @@
  */
 import { createHash } from 'crypto';
 
-import type { ChargeOutcome } from '../../../shared/errors';
+import type { errorFacts } from '../../../shared/errors';
 
 /** Key of the records in the node's execution context data (`getContext('node')`). */
 export const MEMORY_KEY = 'imagePackGenerate';
@@ -25,17 +25,8 @@ export interface StoredAnswer {
 	unreadable?: string;
 }
 
-/** The facts of a failed request (`errorFacts`), enough to report it again. */
-export interface StoredFailure {
-	code: string | null;
-	httpStatus: number | null;
-	requestId: string | null;
-	charge: ChargeOutcome;
-	apiMessage: string | null;
-	sessionId: string | null;
-	/** The English message, without the item. */
-	reason: string;
-}
+/** The facts of a failed request, as `errorFacts` reads them: enough to report it again. */
+export type StoredFailure = ReturnType<typeof errorFacts>;
 
 export type Outcome =
 	| { kind: 'generated'; answer: StoredAnswer }

@@ -1,19 +1,19 @@
 /**
  * One item's Generate parameters, read and checked before anything is sent: every bad value fails
- * naming the parameter, the item and the allowed values. The bounds are the table the editor's
- * min/max come from (BOUNDS).
+ * naming the parameter, the item and the allowed values. A number option's default and bounds are
+ * read from its definition in the editor (description.ts).
  */
 import type { IExecuteFunctions } from 'n8n-workflow';
 
 import { AUTO_MODEL, DEFAULT_RATIO } from '../../../shared/catalog';
-import { asNodeError } from '../../../shared/execution';
+import { itemParameters } from '../../../shared/execution';
 import {
-	BOUNDS,
 	type ValidatedGenerate,
 	ValidationIssue,
-	numberOption,
+	boundedNumber,
 	validateGenerate,
 } from '../../../shared/validate';
+import { generateOptions } from './description';
 
 export interface GenerateOptions {
 	acceptLanguage: string;
@@ -23,6 +23,8 @@ export interface GenerateOptions {
 	/** Unset stays unset: as an agent's tool the links are added unless turned off. */
 	imageLinks?: boolean;
 	maxCreditsPerExecution: number;
+	/** Checked with the request, against its estimate; 0 for none. */
+	maxCreditsPerItem: number;
 	maxFileBytes: number;
 	/** On a retried execution, send again items whose earlier request may have been charged. */
 	resendUncertain: boolean;
@@ -46,24 +48,25 @@ function checkedOptions(raw: Record<string, unknown>): GenerateOptions {
 			`Accept Language "${language}" is not allowed. Allowed values: ${LANGUAGES.join(', ')}`,
 		);
 	}
-	const number = (name: keyof typeof BOUNDS, label: string) =>
-		numberOption(name, label, raw[name], BOUNDS[name]);
+	const number = (name: string) =>
+		boundedNumber(generateOptions.find((option) => option.name === name)!, raw[name]);
 	return {
 		acceptLanguage: language,
-		concurrency: number('concurrency', 'Concurrency'),
+		concurrency: number('concurrency'),
 		downloadImages: raw.downloadImages === undefined ? undefined : Boolean(raw.downloadImages),
 		imageLinks: raw.imageLinks === undefined ? undefined : Boolean(raw.imageLinks),
-		maxCreditsPerExecution: number('maxCreditsPerExecution', 'Max Credits per Execution'),
-		maxFileBytes: Math.floor(number('maxFileSizeMb', 'Max File Size (MB)') * 1024 * 1024),
+		maxCreditsPerExecution: number('maxCreditsPerExecution'),
+		maxCreditsPerItem: number('maxCreditsPerItem'),
+		maxFileBytes: Math.floor(number('maxFileSizeMb') * 1024 * 1024),
 		resendUncertain: raw.resendUncertain === true,
 		splitImages: Boolean(raw.splitImages),
-		timeoutMs: number('timeoutSeconds', 'Timeout (Seconds)') * 1000,
+		timeoutMs: number('timeoutSeconds') * 1000,
 	};
 }
 
-/** Reads and checks item `itemIndex`; Max Credits per Item is checked with the request. */
+/** Reads and checks item `itemIndex`: its options first, then the request. */
 export function planItem(ctx: IExecuteFunctions, itemIndex: number): ItemPlan {
-	try {
+	return itemParameters(ctx, itemIndex, () => {
 		const raw = ctx.getNodeParameter('options', itemIndex, {});
 		const rawOptions = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<
 			string,
@@ -82,10 +85,8 @@ export function planItem(ctx: IExecuteFunctions, itemIndex: number): ItemPlan {
 			n: parameter('n', 1),
 			purpose: parameter('purpose', 'free'),
 			sessionId: parameter('sessionId', ''),
-			maxCreditsPerItem: rawOptions.maxCreditsPerItem,
+			maxCreditsPerItem: options.maxCreditsPerItem,
 		});
 		return { request, options };
-	} catch (error) {
-		throw asNodeError(ctx, error, itemIndex);
-	}
+	});
 }

@@ -12,7 +12,6 @@ import {
 	type Decision,
 	RunMemory,
 	type StoredAnswer,
-	type StoredFailure,
 	decide,
 	failureOutcome,
 	requestDigest,
@@ -75,11 +74,6 @@ function storedAnswer(answer: Answer<IDataObject>): StoredAnswer {
 	if (answer.requestId !== undefined) stored.requestId = answer.requestId;
 	if (answer.unreadable !== undefined) stored.unreadable = answer.unreadable;
 	return stored;
-}
-
-function storedFailure(error: unknown): StoredFailure {
-	const { code, httpStatus, requestId, charge, apiMessage, sessionId, reason } = errorFacts(error);
-	return { code, httpStatus, requestId, charge, apiMessage, sessionId, reason };
 }
 
 /** The failure an earlier try (or the failed execution this one retries) met, reported again. */
@@ -154,7 +148,7 @@ export async function answerFor(
 		memory.remember(itemIndex, digest, { kind: 'generated', answer: storedAnswer(answer) });
 		return answer;
 	} catch (error) {
-		memory.remember(itemIndex, digest, failureOutcome(storedFailure(error)));
+		memory.remember(itemIndex, digest, failureOutcome(errorFacts(error)));
 		throw asNodeError(ctx, error, itemIndex);
 	}
 }
