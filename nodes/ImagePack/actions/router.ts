@@ -1,4 +1,4 @@
-import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+import { type IExecuteFunctions, type INodeExecutionData, NodeOperationError } from 'n8n-workflow';
 
 import * as download from './file/download.operation';
 import * as generate from './image/generate.operation';
@@ -6,7 +6,7 @@ import * as get from './publication/get.operation';
 import * as getMany from './publication/getMany.operation';
 import { imagePackError } from '../shared/errors';
 import { asNodeError } from '../shared/execution';
-import { runsAsTool, toolErrorItem } from '../shared/tool';
+import { runsAsTool, runsUnderMcp, toolErrorItem } from '../shared/tool';
 
 type Operation = (
 	this: IExecuteFunctions,
@@ -37,6 +37,10 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 		// An agent's tool must not throw: AI Agent 2.x hands the model an empty string, 3.x the bare
 		// message. The model gets the whole story as the tool's result instead (see shared/tool.ts).
 		if (!runsAsTool(this)) throw asNodeError(this, error);
-		return [items.map((_item, itemIndex) => toolErrorItem(error, itemIndex, operation))];
+		const failed = items.map((_item, itemIndex) => toolErrorItem(error, itemIndex, operation));
+		// mcp: only a throw reaches an MCP client flagged as an error; the whole text in the message.
+		if (runsUnderMcp(this))
+			throw new NodeOperationError(this.getNode(), String(failed[0].json.error));
+		return [failed];
 	}
 }

@@ -8,7 +8,13 @@ import type { IBinaryData, IDataObject, IExecuteFunctions, INodeExecutionData } 
 
 import { chargeHint, errorFacts, imagePackError } from '../../../shared/errors';
 import { asNodeError, eachItem } from '../../../shared/execution';
-import { CreditCapReached, ExecutionLedger, creditBudget, runsAsTool } from '../../../shared/tool';
+import {
+	CreditCapReached,
+	ExecutionLedger,
+	creditBudget,
+	runsAsTool,
+	runsUnderMcp,
+} from '../../../shared/tool';
 import {
 	type Answer,
 	type Connection,
@@ -17,6 +23,7 @@ import {
 	getConnection,
 } from '../../../transport';
 import { type GeneratedImage, type GenerateResponse, type ReadAnswer, readAnswer } from './answer';
+import { answerBoundMs, heldAnswer, reserveHourly } from './held';
 import { addImageLinks, linkForImage, linksWanted } from './links';
 import type { RunMemory } from './memory';
 import { type ItemPlan, planItem } from './options';
@@ -63,7 +70,13 @@ async function sendGeneration(
 	run: Run,
 ): Promise<Answer<GenerateResponse>> {
 	const estimate = request.creditsEstimated;
-	reserveCredits(ctx, run, estimate, options.maxCreditsPerExecution, itemIndex);
+	const settleHour = reserveHourly(ctx, itemIndex, estimate, options.maxCreditsPerHour); // mcp: hourly cap
+	try {
+		reserveCredits(ctx, run, estimate, options.maxCreditsPerExecution, itemIndex);
+	} catch (error) {
+		settleHour(0);
+		throw asNodeError(ctx, error, itemIndex);
+	}
 	let answer: Answer<GenerateResponse>;
 	try {
 		answer = await generate<GenerateResponse>(
@@ -79,10 +92,12 @@ async function sendGeneration(
 	} catch (error) {
 		const uncertain = errorFacts(error).charge === 'may_have_been_charged';
 		run.ledger.settle(estimate, uncertain ? estimate : 0);
+		settleHour(uncertain ? estimate : 0);
 		throw asNodeError(ctx, error, itemIndex);
 	}
 	const charged = Number(answer.body.credits_charged);
 	run.ledger.settle(estimate, Number.isFinite(charged) ? charged : estimate);
+	settleHour(Number.isFinite(charged) ? charged : estimate);
 	return answer;
 }
 
@@ -192,14 +207,13 @@ async function generateItem(
 	plan: ItemPlan,
 	run: Run,
 ): Promise<INodeExecutionData[]> {
-	const answer = await answerFor(
-		ctx,
-		itemIndex,
-		plan,
-		run.memory,
-		run.replayed,
-		async () => await sendGeneration(ctx, itemIndex, plan, run),
-	);
+	const send = async () => await sendGeneration(ctx, itemIndex, plan, run);
+	// mcp: as a tool with an answer bound, the generation is held by the process (held.ts).
+	const bound = run.asTool ? answerBoundMs(plan.options.answerWithinSeconds, runsUnderMcp(ctx)) : 0;
+	const answer = bound
+		? await heldAnswer(ctx, itemIndex, plan, run.connection, bound, send)
+		: await answerFor(ctx, itemIndex, plan, run.memory, run.replayed, send);
+	if ('running' in answer) return [{ json: answer.running, pairedItem: { item: itemIndex } }];
 	const read = answer.unreadable
 		? { images: [], warnings: [], problems: [answer.unreadable] }
 		: readAnswer(answer.body, plan.request.body.n);

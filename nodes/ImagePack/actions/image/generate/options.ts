@@ -9,6 +9,7 @@ import { AUTO_MODEL, DEFAULT_RATIO } from '../../../shared/catalog';
 import { asNodeError } from '../../../shared/execution';
 import {
 	BOUNDS,
+	type NumberBounds,
 	type ValidatedGenerate,
 	ValidationIssue,
 	numberOption,
@@ -17,13 +18,18 @@ import {
 
 export interface GenerateOptions {
 	acceptLanguage: string;
+	/** As a tool: answer within this many seconds (-1 = unset: 45 under MCP, none under an agent). */
+	answerWithinSeconds: number;
 	concurrency: number;
 	/** Unset stays unset: the default depends on whether the node runs as an agent's tool. */
 	downloadImages?: boolean;
 	/** Unset stays unset: as an agent's tool the links are added unless turned off. */
 	imageLinks?: boolean;
 	maxCreditsPerExecution: number;
+	maxCreditsPerHour: number;
 	maxFileBytes: number;
+	/** As a tool: the handle of a held generation to collect ('' = none). */
+	handle: string;
 	/** On a retried execution, send again items whose earlier request may have been charged. */
 	resendUncertain: boolean;
 	splitImages: boolean;
@@ -37,6 +43,9 @@ export interface ItemPlan {
 }
 
 const LANGUAGES = ['en', 'zh-CN'];
+/** The options of held generations (held.ts); the editor's min/max repeat them. */
+const ANSWER_WITHIN = { min: 0, max: 600, whole: false, fallback: -1 };
+const PER_HOUR = { min: 0, max: 1_000_000, whole: false, fallback: 0 };
 
 function checkedOptions(raw: Record<string, unknown>): GenerateOptions {
 	const language = String(raw.acceptLanguage ?? 'en');
@@ -46,14 +55,17 @@ function checkedOptions(raw: Record<string, unknown>): GenerateOptions {
 			`Accept Language "${language}" is not allowed. Allowed values: ${LANGUAGES.join(', ')}`,
 		);
 	}
-	const number = (name: keyof typeof BOUNDS, label: string) =>
-		numberOption(name, label, raw[name], BOUNDS[name]);
+	const number = (name: keyof typeof BOUNDS | string, label: string, bounds?: NumberBounds) =>
+		numberOption(name, label, raw[name], bounds ?? BOUNDS[name as keyof typeof BOUNDS]);
 	return {
 		acceptLanguage: language,
+		answerWithinSeconds: number('answerWithinSeconds', 'Answer Within (Seconds)', ANSWER_WITHIN),
 		concurrency: number('concurrency', 'Concurrency'),
 		downloadImages: raw.downloadImages === undefined ? undefined : Boolean(raw.downloadImages),
 		imageLinks: raw.imageLinks === undefined ? undefined : Boolean(raw.imageLinks),
 		maxCreditsPerExecution: number('maxCreditsPerExecution', 'Max Credits per Execution'),
+		maxCreditsPerHour: number('maxCreditsPerHour', 'Max Credits per Hour', PER_HOUR),
+		handle: String(raw.handle ?? '').trim(),
 		maxFileBytes: Math.floor(number('maxFileSizeMb', 'Max File Size (MB)') * 1024 * 1024),
 		resendUncertain: raw.resendUncertain === true,
 		splitImages: Boolean(raw.splitImages),
