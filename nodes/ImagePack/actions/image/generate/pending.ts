@@ -58,9 +58,10 @@ export class PendingGenerations<A> {
 		start: () => Promise<A>,
 		isUncertain: (error: unknown) => boolean,
 	): { held: Held<A>; joined: boolean } {
-		this.sweep();
+		this.sweep(0);
 		const found = this.held.get(key);
 		if (found) return { held: found, joined: true };
+		this.sweep(1);
 		const handle = `gen_${randomBytes(9).toString('hex')}`;
 		const held = { key, handle, startedAt: this.now() } as Held<A>;
 		held.done = start().then(
@@ -73,7 +74,7 @@ export class PendingGenerations<A> {
 
 	/** What a handle names, else what is held under `key`; never starts anything. */
 	find(handle: string, key?: string): Held<A> | undefined {
-		this.sweep();
+		this.sweep(0);
 		for (const held of this.held.values()) if (held.handle === handle) return held;
 		return key === undefined ? undefined : this.held.get(key);
 	}
@@ -94,13 +95,14 @@ export class PendingGenerations<A> {
 		if (this.held.get(held.key) === held) this.held.delete(held.key);
 	}
 
-	private sweep(): void {
+	/** Drops what outlived its TTL, then the oldest until `room` more entries fit. */
+	private sweep(room: number): void {
 		const now = this.now();
 		for (const held of [...this.held.values()]) {
 			const ttl = held.outcome?.ok ? this.limits.doneTtlMs : this.limits.failedTtlMs;
 			if (held.settledAt !== undefined && now - held.settledAt > ttl) this.drop(held);
 		}
-		while (this.held.size >= this.limits.maxEntries) {
+		while (this.held.size + room > this.limits.maxEntries) {
 			const all = [...this.held.values()];
 			this.drop(all.find((held) => held.outcome) ?? all[0]);
 		}
