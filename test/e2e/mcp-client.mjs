@@ -20,10 +20,10 @@ export const BEARER = { id: 'mcpBearerCred001', name: 'MCP bearer (e2e)', type: 
 export function mcpWorkflow(credential, { id, path, options = {}, generateSettings = {} }) {
 	const workflow = withCredential(loadExample(MCP_EXAMPLE), credential);
 	const suffix = id.slice(-6);
-	for (const node of workflow.nodes) node.id = `${node.id.slice(0, -6)}${suffix}`;
+	for (const node of workflow.nodes) node.id = `${suffix}${node.id.slice(suffix.length)}`;
 	const trigger = workflow.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.mcpTrigger');
 	trigger.parameters.path = path;
-	trigger.webhookId = `${trigger.webhookId.slice(0, -6)}${suffix}`;
+	trigger.webhookId = `${suffix}${trigger.webhookId.slice(suffix.length)}`;
 	trigger.credentials = { httpBearerAuth: { id: BEARER.id, name: BEARER.name } };
 	const generate = workflow.nodes.find((n) => n.parameters.operation === 'generate');
 	Object.assign(generate.parameters.options, options);

@@ -46,7 +46,7 @@ describe('MCP Server Trigger in n8n 2.41.1 (official MCP client, emulator)', () 
 
 	it('lists both tools with their $fromAI arguments (the handle optional); no token, no session', async () => {
 		const refused = await fetch(url('example'), { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
-		assert.equal(refused.status, 401, 'Bearer auth: never open');
+		assert.ok([401, 403].includes(refused.status), `Bearer auth: never open (${refused.status})`);
 		const client = await mcpClient(url('example'));
 		try {
 			const { tools } = await client.listTools();
