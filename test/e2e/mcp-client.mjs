@@ -17,14 +17,14 @@ export const BEARER = { id: 'mcpBearerCred001', name: 'MCP bearer (e2e)', type: 
  * The example with the Image Pack credential and the bearer credential filled in, under its own id and
  * path (`path`), the Generate tool's options and node settings changed as given.
  */
-export function mcpWorkflow(credential, { id, path, options = {}, generateSettings = {} }) {
+export function mcpWorkflow(credential, { id, path, options = {}, generateSettings = {}, bearer = BEARER }) {
 	const workflow = withCredential(loadExample(MCP_EXAMPLE), credential);
 	const suffix = id.slice(-6);
 	for (const node of workflow.nodes) node.id = `${suffix}${node.id.slice(suffix.length)}`;
 	const trigger = workflow.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.mcpTrigger');
 	trigger.parameters.path = path;
 	trigger.webhookId = `${suffix}${trigger.webhookId.slice(suffix.length)}`;
-	trigger.credentials = { httpBearerAuth: { id: BEARER.id, name: BEARER.name } };
+	trigger.credentials = { httpBearerAuth: { id: bearer.id, name: bearer.name } };
 	const generate = workflow.nodes.find((n) => n.parameters.operation === 'generate');
 	Object.assign(generate.parameters.options, options);
 	Object.assign(generate, generateSettings);
