@@ -185,7 +185,7 @@ describe('MCP Server Trigger in n8n 2.41.1 (official MCP client, emulator)', () 
 			assert.equal(calls.length - refused.length, 3);
 			assert.equal(refused.length, 2);
 			for (const call of refused) {
-				assert.match(call.text, /The hourly credit cap of this tool is reached: 36 of 36 credits \(Max Credits per Hour\).+Error code: credit_cap_reached\. Nothing was sent and no credits were used\./);
+				assert.match(call.text, /The hourly credit cap of this node is reached: 36 of 36 credits \(Max Credits per Hour\).+Error code: credit_cap_reached\. Nothing was sent and no credits were used\./);
 			}
 			assert.equal((await generations()).length, 3);
 			const later = await mcpClient(url('cap'));

@@ -99,7 +99,7 @@ export function reserveHourly(
 		ctx.getNode(),
 		{ code: 'credit_cap_reached', charge: 'not_sent', itemIndex },
 		{
-			message: `The hourly credit cap of this tool is reached: ${reservation.spent} of ${cap} credits (Max Credits per Hour) were spent or reserved in the last hour by this node in this n8n process, and this request could cost ${estimate} more; enough credits free up in about ${Math.ceil(reservation.freesInMs / 60_000)} min`,
+			message: `The hourly credit cap of this node is reached: ${reservation.spent} of ${cap} credits (Max Credits per Hour) were spent or reserved in the last hour by this node in this n8n process, and this request could cost ${estimate} more; enough credits free up in about ${Math.ceil(reservation.freesInMs / 60_000)} min`,
 			description:
 				'Nothing was sent and no credits were used. Raise Max Credits per Hour to allow more.',
 		},
