@@ -6,6 +6,9 @@
  * session's call has collected the images, against the generation itself; and how many generations the
  * emulator charged (1).
  */
+import fs from 'node:fs';
+import path from 'node:path';
+
 import { emulatorCredential, startTestEmulator, waitFor } from '../e2e/fixtures.mjs';
 import { BEARER, GENERATE_TOOL, callTool, generateArgs, mcpClient, mcpWorkflow } from '../e2e/mcp-client.mjs';
 import { createUserFolder, ensureN8n, importCredential, importWorkflow, packPackage, publishWorkflow, startN8n } from '../e2e/n8n.mjs';
@@ -19,7 +22,9 @@ const WORKFLOW = { id: 'ipxBenchMcp00001', path: 'imagepack-bench' };
 export async function benchMcp({ log, clock = performance }) {
 	await ensureN8n();
 	const emulator = await startTestEmulator();
-	const userFolder = await createUserFolder({ tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()) });
+	const tarball = process.env.IMAGEPACK_TARBALL || (await packPackage());
+	const userFolder = await createUserFolder({ tarball });
+	if (!process.env.IMAGEPACK_TARBALL) fs.rmSync(path.dirname(tarball), { recursive: true, force: true });
 	let n8n;
 	try {
 		const credential = emulatorCredential(emulator);
