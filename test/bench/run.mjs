@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [-- --markdown] [-- --json] [-- --only=generate,trigger,download,overhead,queue] [-- --queue]`
+// `npm run bench [-- --quick] [-- --markdown] [-- --json] [-- --only=generate,trigger,download,overhead,queue,mcp] [-- --queue] [-- --mcp]`
 // `npm run bench -- --n8n [--quick] [--n8n-sizes=20,100] [--n8n-concurrency=1,8] [--n8n-cpu-prof=<dir>] [--n8n-latency=500] [--n8n-backlog=10000] [--n8n-trigger-minutes=30] [--n8n-parts=batch,trigger,drain]
 //   [--n8n-drain-backlogs=1000,10000,100000] [--n8n-drain-caps=100,1000] [--n8n-drain-images=12,40] [--n8n-drain-heap=320] [--n8n-drain-user=1000,10000]`:
 // only the figures in a real n8n (n8n.bench.mjs, drain.bench.mjs).
@@ -111,6 +111,11 @@ try {
 	if (args.includes('--queue') || only?.includes('queue')) {
 		const { benchQueue } = await import('./queue.bench.mjs');
 		figures.push(...(await benchQueue({ log, quick })));
+	}
+	// Opt-in (starts n8n and waits for a 90 s generation over MCP): --mcp or --only=mcp.
+	if (args.includes('--mcp') || only?.includes('mcp')) {
+		const { benchMcp } = await import('./mcp.bench.mjs');
+		figures.push(...(await benchMcp({ log })));
 	}
 	if (n8nMode) {
 		const { benchN8n } = await import('./n8n.bench.mjs');

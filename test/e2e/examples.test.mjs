@@ -42,10 +42,10 @@ describe('example workflows', () => {
 
 	after(() => userFolder?.cleanup());
 
-	it('there are the three documented examples', () => {
+	it('there are the four documented examples', () => {
 		assert.deepEqual(
 			examples.map(({ file }) => file),
-			['ai-agent-tool.json', 'publish-to-listing.json', 'scheduled-batch-generation.json'],
+			['ai-agent-tool.json', 'mcp-server.json', 'publish-to-listing.json', 'scheduled-batch-generation.json'],
 		);
 	});
 
@@ -115,6 +115,25 @@ describe('example workflows', () => {
 		for (const n of tools) assert.deepEqual(workflow.connections[n.name].ai_tool[0][0], { node: 'AI Agent', type: 'ai_tool', index: 0 });
 		const model = workflow.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.lmChatOpenAi');
 		assert.deepEqual(workflow.connections[model.name].ai_languageModel[0][0], { node: 'AI Agent', type: 'ai_languageModel', index: 0 });
+	});
+
+	it('MCP example: Bearer auth (never open), the Generate tool answers in time and is capped per hour, Get Publication beside it', () => {
+		const workflow = examples.find(({ file }) => file === 'mcp-server.json').workflow;
+		const trigger = workflow.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.mcpTrigger');
+		assert.equal(trigger.typeVersion, 2, 'Streamable HTTP');
+		assert.equal(trigger.parameters.authentication, 'bearerAuth');
+		assert.ok(trigger.webhookId);
+		const tools = workflow.nodes.filter((n) => n.type === 'n8n-nodes-imagepack.imagePackTool');
+		assert.deepEqual(tools.map((n) => `${n.parameters.resource}.${n.parameters.operation}`), ['image.generate', 'publication.get']);
+		for (const n of tools) assert.deepEqual(workflow.connections[n.name].ai_tool[0][0], { node: trigger.name, type: 'ai_tool', index: 0 });
+		const { options } = tools[0].parameters;
+		assert.ok(options.answerWithinSeconds > 0 && options.answerWithinSeconds < 60, 'answered before a client gives up (60 s)');
+		assert.ok(options.maxCreditsPerHour > 0, 'a cap that holds across calls');
+		assert.ok(options.maxCreditsPerItem > 0);
+		assert.match(options.handle, /\$fromAI\('handle', .*, 'string', ''\)/, 'the handle comes back as an optional argument');
+		const tool = nodeTypes.find((t) => t.name === 'n8n-nodes-imagepack.imagePackTool');
+		const shown = tool.properties.filter((p) => p.name === 'options').flatMap((p) => p.options.map((o) => o.name));
+		for (const name of ['answerWithinSeconds', 'handle', 'maxCreditsPerHour']) assert.ok(shown.includes(name), `tool option ${name}`);
 	});
 
 	it('AI example as a conversation: Simple Memory on the agent, images shown as Markdown, the chat private', () => {

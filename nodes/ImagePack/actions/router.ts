@@ -1,4 +1,4 @@
-import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+import { type IExecuteFunctions, type INodeExecutionData, NodeOperationError } from 'n8n-workflow';
 
 import * as file from './file/File.resource';
 import * as image from './image/Image.resource';
@@ -6,7 +6,7 @@ import type { ImagePackType, NodeMap } from './node.type';
 import * as publication from './publication/Publication.resource';
 import { errorFacts, imagePackError } from '../shared/errors';
 import { asNodeError, errorItem } from '../shared/execution';
-import { runsAsTool, toolErrorItem } from '../shared/tool';
+import { runsAsTool, runsUnderMcp, toolErrorItem } from '../shared/tool';
 
 type Operation = (
 	this: IExecuteFunctions,
@@ -42,7 +42,12 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 		// An agent's tool must not throw: AI Agent 2.x hands the model an empty string, 3.x the bare
 		// message. The model gets the whole story as the tool's result instead (see shared/tool.ts).
 		if (runsAsTool(this)) {
-			return [items.map((_item, itemIndex) => toolErrorItem(error, itemIndex, operation))];
+			const failed = items.map((_item, itemIndex) => toolErrorItem(error, itemIndex, operation));
+			// Only a throw reaches an MCP client flagged as an error: the whole text in the message.
+			if (runsUnderMcp(this)) {
+				throw new NodeOperationError(this.getNode(), String(failed[0].json.error));
+			}
+			return [failed];
 		}
 		// Under Continue On Fail only a failure before the item loop (the credential, the connection)
 		// gets here. Thrown, n8n would pass the input items down the success output: every item

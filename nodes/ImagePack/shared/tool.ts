@@ -29,6 +29,12 @@ export function runsAsTool(ctx: IExecuteFunctions): boolean {
 	return ctx.getNode().type.endsWith('Tool');
 }
 
+/** Whether this tool call comes from n8n's MCP Server Trigger (its context's `parentNode`, both modes). */
+export function runsUnderMcp(ctx: IExecuteFunctions): boolean {
+	const parent = (ctx as { parentNode?: { type?: string } }).parentNode;
+	return parent?.type === '@n8n/n8n-nodes-langchain.mcpTrigger';
+}
+
 // ---------------------------------------------------------------------------------------------
 // What the model is told about each operation (the tool description), derived from the catalog.
 

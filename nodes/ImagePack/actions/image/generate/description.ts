@@ -35,6 +35,25 @@ export const generateOptions: INodeProperties[] = [
 		],
 	},
 	{
+		displayName: 'Answer Within (Seconds)',
+		name: 'answerWithinSeconds',
+		type: 'number',
+		typeOptions: { minValue: 0, maxValue: 600 },
+		default: 45,
+		displayOptions: { show: { '@tool': [true] } },
+		description:
+			'As a tool: answer within this time, with the images or with "still running" and a handle; the generation goes on and a call with the same arguments (or the handle) collects it, charged once. Unset: 45 under an MCP Server Trigger (clients give a call 60 s), no bound under an AI Agent. 0 = wait for the images.',
+	},
+	{
+		displayName: 'Collect Handle',
+		name: 'handle',
+		type: 'string',
+		default: '',
+		displayOptions: { show: { '@tool': [true] } },
+		description:
+			"As a tool: the handle a \"still running\" answer gave, to collect that generation; an unknown handle never sends. Set it to {{ $fromAI('handle', 'Only to collect a generation that was still running: its handle; empty otherwise', 'string', '') }}.",
+	},
+	{
 		displayName: 'Concurrency',
 		name: 'concurrency',
 		type: 'number',
@@ -71,6 +90,15 @@ export const generateOptions: INodeProperties[] = [
 		default: 0,
 		description:
 			'Refuse a generation once the credits this workflow run has spent on Image Pack generations (all Image Pack nodes and every agent tool call of the run), plus this request’s estimate, would pass this (0 = no limit). Guards the wallet when an AI agent calls this tool in a loop; a refused call tells the agent why.',
+	},
+	{
+		displayName: 'Max Credits per Hour',
+		name: 'maxCreditsPerHour',
+		type: 'number',
+		typeOptions: { minValue: 0, maxValue: 1_000_000 },
+		default: 0,
+		description:
+			'Refuse a generation once the credits this node spent or reserved in the last hour, plus this request’s estimate, would pass this (0 = no limit). Counts every execution and tool call (MCP calls included) in this n8n process; each queue-mode worker counts its own, and a restart starts from zero.',
 	},
 	{
 		displayName: 'Max Credits per Item',

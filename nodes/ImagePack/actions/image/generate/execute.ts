@@ -8,7 +8,7 @@ import type { IBinaryData, IDataObject, IExecuteFunctions, INodeExecutionData } 
 
 import { chargeHint, errorFacts, imagePackError } from '../../../shared/errors';
 import { asNodeError, eachItem } from '../../../shared/execution';
-import { ExecutionLedger, creditBudget, runsAsTool } from '../../../shared/tool';
+import { ExecutionLedger, creditBudget, runsAsTool, runsUnderMcp } from '../../../shared/tool';
 import {
 	type Answer,
 	type Connection,
@@ -17,6 +17,7 @@ import {
 	getConnection,
 } from '../../../transport';
 import { type GeneratedImage, type GenerateResponse, type ReadAnswer, readAnswer } from './answer';
+import { answerBoundMs, heldAnswer, reserveHourly } from './held';
 import { addImageLinks, linkForImage } from './links';
 import type { RunMemory } from './memory';
 import { type ItemPlan, planItem } from './options';
@@ -51,7 +52,14 @@ function reserveCredits({ ctx, ledger }: Run, estimate: number, cap: number, ite
 async function sendGeneration(run: Run, itemIndex: number, { request, options }: ItemPlan) {
 	const { ctx, connection } = run;
 	const estimate = request.creditsEstimated;
-	reserveCredits(run, estimate, options.maxCreditsPerExecution, itemIndex);
+	// The hourly cap first: it holds across executions and tool calls (held.ts).
+	const settleHour = reserveHourly(ctx, itemIndex, estimate, options.maxCreditsPerHour);
+	try {
+		reserveCredits(run, estimate, options.maxCreditsPerExecution, itemIndex);
+	} catch (error) {
+		settleHour(0);
+		throw asNodeError(ctx, error, itemIndex);
+	}
 	let answer: Answer<GenerateResponse>;
 	try {
 		const { acceptLanguage, timeoutMs } = options;
@@ -60,10 +68,12 @@ async function sendGeneration(run: Run, itemIndex: number, { request, options }:
 	} catch (error) {
 		const uncertain = errorFacts(error).charge === 'may_have_been_charged';
 		run.ledger.settle(estimate, uncertain ? estimate : 0);
+		settleHour(uncertain ? estimate : 0);
 		throw asNodeError(ctx, error, itemIndex);
 	}
 	const charged = Number(answer.body.credits_charged);
 	run.ledger.settle(estimate, Number.isFinite(charged) ? charged : estimate);
+	settleHour(Number.isFinite(charged) ? charged : estimate);
 	return answer;
 }
 
@@ -168,7 +178,12 @@ function outputItems(
 async function generateItem(run: Run, itemIndex: number, plan: ItemPlan) {
 	const { ctx, memory, replayed } = run;
 	const send = async () => await sendGeneration(run, itemIndex, plan);
-	const answer = await answerFor(ctx, itemIndex, plan, memory, replayed, send);
+	// As a tool with an answer bound, the generation is held by the process (held.ts).
+	const bound = run.asTool ? answerBoundMs(plan.options.answerWithinSeconds, runsUnderMcp(ctx)) : 0;
+	const answer = bound
+		? await heldAnswer(ctx, itemIndex, plan, run.connection, bound, send)
+		: await answerFor(ctx, itemIndex, plan, memory, replayed, send);
+	if ('running' in answer) return [{ json: answer.running, pairedItem: { item: itemIndex } }];
 	const read = answer.unreadable
 		? { images: [], warnings: [], problems: [answer.unreadable] }
 		: readAnswer(answer.body, plan.request.body.n);

@@ -17,6 +17,8 @@ import { generateOptions } from './description';
 
 export interface GenerateOptions {
 	acceptLanguage: string;
+	/** As a tool: answer within this many seconds (-1 = unset: 45 under MCP, none under an agent). */
+	answerWithinSeconds: number;
 	concurrency: number;
 	/** Unset stays unset: the default depends on whether the node runs as an agent's tool. */
 	downloadImages?: boolean;
@@ -25,7 +27,10 @@ export interface GenerateOptions {
 	maxCreditsPerExecution: number;
 	/** Checked with the request, against its estimate; 0 for none. */
 	maxCreditsPerItem: number;
+	maxCreditsPerHour: number;
 	maxFileBytes: number;
+	/** As a tool: the handle of a held generation to collect ('' = none). */
+	handle: string;
 	/** On a retried execution, send again items whose earlier request may have been charged. */
 	resendUncertain: boolean;
 	splitImages: boolean;
@@ -52,11 +57,15 @@ function checkedOptions(raw: Record<string, unknown>): GenerateOptions {
 		boundedNumber(generateOptions.find((option) => option.name === name)!, raw[name]);
 	return {
 		acceptLanguage: language,
+		// Unset is not the editor's default: 45 s under MCP, no bound under an AI Agent (held.ts).
+		answerWithinSeconds: raw.answerWithinSeconds === undefined ? -1 : number('answerWithinSeconds'),
 		concurrency: number('concurrency'),
 		downloadImages: raw.downloadImages === undefined ? undefined : Boolean(raw.downloadImages),
 		imageLinks: raw.imageLinks === undefined ? undefined : Boolean(raw.imageLinks),
 		maxCreditsPerExecution: number('maxCreditsPerExecution'),
 		maxCreditsPerItem: number('maxCreditsPerItem'),
+		maxCreditsPerHour: number('maxCreditsPerHour'),
+		handle: String(raw.handle ?? '').trim(),
 		maxFileBytes: Math.floor(number('maxFileSizeMb') * 1024 * 1024),
 		resendUncertain: raw.resendUncertain === true,
 		splitImages: Boolean(raw.splitImages),
