@@ -7,10 +7,10 @@ import type {
 
 import { imagePackError } from '../../shared/errors';
 import { eachItem, invalidParameter } from '../../shared/execution';
+import { DEFAULT_OVERLAP, PAGE_LIMIT, dedupeKey } from '../../shared/publications';
 import { type Connection, getConnection, listPublications } from '../../transport';
 
 const show = { resource: ['publication'], operation: ['getMany'] };
-export const MAX_PAGE_SIZE = 200;
 
 export const description: INodeProperties[] = [
 	{
@@ -19,8 +19,7 @@ export const description: INodeProperties[] = [
 		type: 'number',
 		typeOptions: { minValue: 0 },
 		default: 0,
-		description:
-			'Return only publications with an ID greater than this (0 = from the first one). Reading in parts? Start each part 50 below the last ID of the previous one (the API’s reread_overlap: a publication can become visible late, under a lower ID) and skip publications you already have (same pack ID and version), or use the Image Pack Trigger, which does both.',
+		description: `Return only publications with an ID greater than this (0 = from the first one). Reading in parts? Start each part ${DEFAULT_OVERLAP} below the last ID of the previous one (the API’s reread_overlap: a publication can become visible late, under a lower ID) and skip publications you already have (same pack ID and version), or use the Image Pack Trigger, which does both.`,
 		displayOptions: { show },
 	},
 	{
@@ -35,7 +34,7 @@ export const description: INodeProperties[] = [
 		displayName: 'Limit',
 		name: 'limit',
 		type: 'number',
-		typeOptions: { minValue: 1, maxValue: MAX_PAGE_SIZE },
+		typeOptions: { minValue: 1, maxValue: PAGE_LIMIT },
 		default: 50,
 		description: 'Max number of results to return',
 		displayOptions: { show: { ...show, returnAll: [false] } },
@@ -90,7 +89,7 @@ function onePerPublication(records: IDataObject[]): IDataObject[] {
 	return records.filter((record) => {
 		const { pack_id: packId, version } = record;
 		if (typeof packId !== 'string' || typeof version !== 'number') return true; // no key to go by
-		const key = JSON.stringify([packId, version]);
+		const key = dedupeKey(packId, version);
 		if (seen.has(key)) return false;
 		seen.add(key);
 		return true;
@@ -113,12 +112,12 @@ async function listRecords(
 	const byId = new Map<number, IDataObject>(); // records as the server sent them
 	let cursor = sinceId;
 	let pages = 0;
-	let overlap = 50; // the documented reread_overlap, until an answer says otherwise
+	let overlap = DEFAULT_OVERLAP; // until an answer announces one
 	// Within one call the pages follow next_since_id directly: re-reading the overlap only matters
 	// across calls, and the trigger does that.
 	for (;;) {
 		const pageSize =
-			limit === undefined ? MAX_PAGE_SIZE : Math.min(MAX_PAGE_SIZE, limit - byId.size);
+			limit === undefined ? PAGE_LIMIT : Math.min(PAGE_LIMIT, limit - byId.size);
 		const { body } = await listPublications(
 			ctx,
 			connection,
@@ -187,7 +186,7 @@ export async function execute(
 					this.getNodeParameter('limit', itemIndex, 50),
 					itemIndex,
 					1,
-					MAX_PAGE_SIZE,
+					PAGE_LIMIT,
 				);
 		const records = await listRecords(this, itemIndex, sinceId, limit, connection);
 		return records.map((record) => ({ json: record, pairedItem: { item: itemIndex } }));

@@ -1,6 +1,6 @@
 /**
  * How the Image Pack Trigger reads the publication list, as a pure module: no n8n, no HTTP. The
- * stored state and its encoding are in cursorState.ts.
+ * stored state and its encoding are in state.ts.
  *
  * The API's incremental pulling contract (§4.2): remember `next_since_id`, start the next round at
  * `next_since_id - reread_overlap`, deduplicate by `(pack_id, version)`. Ids come from one database
@@ -24,67 +24,34 @@
  * whole overlap the server announces is re-read, however large (up to MAX_OVERLAP), and a backlog
  * is still read once, page after page.
  *
- * LIMITS (accepted, documented in the README):
- *   - A late commit must land within `overlap` ids of the newest id visible when it commits (the
- *     contract's promise). One landing further below is never returned by the API again.
- *   - A publication still pending when its page was read, committing in the milliseconds before the
- *     next page of the same poll is answered, is missed if more than BURST publications of the same
- *     account commit in those milliseconds too.
- *   - Delivered keys are remembered (MEMORY_KEYS): a publication listed again under a new id after
- *     more than MEMORY_KEYS later deliveries is delivered again.
- *   - Keys are 53-bit hashes: two different publications with the same hash (about 1 in 10^13 per
- *     publication with a full memory) would make the second look delivered.
+ * Its limits (a late commit further than the overlap below the newest id, BURST, MEMORY_KEYS, the
+ * 53-bit key hash) are in docs/polling.md#limits.
  */
 import {
 	DEFAULT_OVERLAP,
+	PAGE_LIMIT,
+	isSafeId,
+	type ListPage,
+	type PublicationRecord,
+} from '../shared/publications';
+import {
 	MAX_OVERLAP,
 	MEMORY_KEYS,
 	TOKEN_LENGTH,
 	type CursorState,
 	decodeRuns,
-	dedupeKey,
 	encodeRuns,
 	initialState,
 	isPlainObject,
-	isSafeId,
+	keyToken,
 	sameState,
-} from './cursorState';
+} from './state';
 
-export {
-	DEFAULT_OVERLAP,
-	MAX_OVERLAP,
-	MEMORY_KEYS,
-	STATE_VERSION,
-	TOKEN_LENGTH,
-	type CursorState,
-	dedupeKey,
-	hash53,
-	initialState,
-	readState,
-	sameState,
-} from './cursorState';
-export { MAX_SEARCH_PROBES, NewestSearchError, findNewest } from './findNewest';
-
-/** Page size asked for: the API's maximum. */
-export const PAGE_LIMIT = 200;
 /**
  * Publications of one account that may commit between two list requests of one poll (milliseconds
- * apart) without the cursor missing a late commit among them (see LIMITS).
+ * apart) without the cursor missing a late commit among them (docs/polling.md#limits).
  */
 export const BURST = 150;
-
-export interface PublicationRecord {
-	id: number;
-	pack_id: string;
-	version: number;
-	[field: string]: unknown;
-}
-
-export interface ListPage {
-	items: PublicationRecord[];
-	next_since_id: number;
-	reread_overlap?: number;
-}
 
 /** The server announced a re-read overlap above MAX_OVERLAP: nothing is delivered, nothing skipped. */
 export class OverlapTooLargeError extends Error {
@@ -96,7 +63,7 @@ export class OverlapTooLargeError extends Error {
 }
 
 /** The overlap a list answer announces (or `fallback`); above MAX_OVERLAP it throws. */
-export function announcedOverlap(value: unknown, fallback: number): number {
+function announcedOverlap(value: unknown, fallback: number): number {
 	if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) return fallback;
 	const overlap = Math.floor(value);
 	if (overlap > MAX_OVERLAP) throw new OverlapTooLargeError(overlap);
@@ -184,7 +151,7 @@ export function addPage(
 	const fresh: PublicationRecord[] = [];
 	for (const item of items) {
 		if (item.id <= run.base.start || run.handled.has(item.id)) continue;
-		const key = dedupeKey(item.pack_id, item.version);
+		const key = keyToken(item.pack_id, item.version);
 		if (run.remembered.has(key) || run.freshKeySet.has(key)) {
 			run.repeats.push(item.id);
 			continue;
@@ -203,11 +170,6 @@ export function addPage(
 	const next = full && end > since ? end : null;
 	run.nextSince = end;
 	return { fresh, next };
-}
-
-/** All records of the run not delivered before, ascending id (what addPage returned, in order). */
-export function freshRecords(run: PollRun): PublicationRecord[] {
-	return [...run.fresh];
 }
 
 /**
@@ -281,17 +243,4 @@ export function startBaseline(queryKey: string, since: number, head: number): Po
 
 export function finishBaseline(run: PollRun): CursorState {
 	return { ...finishPoll(run), rev: 0 };
-}
-
-/** The baseline state from the answers to its requests (tests, and the one-page case). */
-export function baselineState(
-	queryKey: string,
-	since: number,
-	pages: ListPage | ListPage[],
-	limit = PAGE_LIMIT,
-	head = since,
-): CursorState {
-	const run = startBaseline(queryKey, since, head);
-	for (const page of Array.isArray(pages) ? pages : [pages]) addPage(run, page, limit);
-	return finishBaseline(run);
 }
