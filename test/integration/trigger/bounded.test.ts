@@ -17,15 +17,12 @@ const detailRequests = async () => await emu.control.requests({ route: 'getPubli
 
 describe('Max Publications per Poll', () => {
 	it('each poll delivers at most that many, oldest first; the rest follow, each once, manifests read once', async () => {
-		await emu.control.publishBulk({ count: 55 });
-		const late = await publish(undefined, undefined, false);
-		await emu.control.publishBulk({ count: 5 });
+		await emu.control.publishBulk({ count: 61 });
 		const poller = host({ startFrom: 'beginning', maxPerPoll: 25 });
 		await poller.activate();
-		await emu.control.commitPublication(late.id);
 		while ((await poller.tick()).kind === 'emitted');
 		expect(poller.executions.map((items) => items.length)).toEqual([25, 25, 11]);
-		expect([...emittedIds(poller.executions)].sort((a, b) => a - b)).toEqual(range(1, 61));
+		expect(emittedIds(poller.executions)).toEqual(range(1, 61));
 		expectOrderedBatches(poller.executions);
 		expect(poller.executions.flat().every((item) => item.json.manifest)).toBe(true);
 		expect(await detailRequests()).toHaveLength(61);

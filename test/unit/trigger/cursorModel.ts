@@ -6,17 +6,22 @@
 import {
 	DEFAULT_OVERLAP,
 	PAGE_LIMIT,
-	addPage,
-	finishPoll,
-	freshRecords,
-	initialState,
-	readState,
-	startPoll,
-	type CursorState,
 	type ListPage,
 	type PublicationRecord,
-} from '../../nodes/ImagePack/shared/cursor';
-import { decodeRuns } from '../../nodes/ImagePack/shared/cursorState';
+} from '../../../nodes/ImagePack/shared/publications';
+import {
+	addPage,
+	finishBaseline,
+	finishPoll,
+	startBaseline,
+	startPoll,
+} from '../../../nodes/ImagePack/trigger/cursor';
+import {
+	type CursorState,
+	decodeRuns,
+	initialState,
+	readState,
+} from '../../../nodes/ImagePack/trigger/state';
 
 export function upperBound(list: PublicationRecord[], id: number): number {
 	let lo = 0;
@@ -151,7 +156,7 @@ export function poll(
 		if (addPage(run, model.list(account, run.nextSince, pageLimit), pageLimit).next === null) break;
 		if (emitLimit !== undefined && run.fresh.length >= emitLimit) break; // Max Publications per Poll
 	}
-	const fresh = freshRecords(run);
+	const fresh = run.fresh;
 	const count = emitLimit === undefined ? fresh.length : Math.min(emitLimit, fresh.length);
 	driver.state = finishPoll(run, count);
 	const batch = fresh.slice(0, count);
@@ -206,6 +211,19 @@ export function readPages(state: CursorState, pages: ListPage[], limit = PAGE_LI
 		next = step.next;
 	}
 	return { run, fresh, next };
+}
+
+/** The "now" baseline's state from the answers to its requests, as the trigger reads them. */
+export function baselineState(
+	queryKey: string,
+	since: number,
+	pages: ListPage | ListPage[],
+	limit = PAGE_LIMIT,
+	head = since,
+): CursorState {
+	const run = startBaseline(queryKey, since, head);
+	for (const page of Array.isArray(pages) ? pages : [pages]) addPage(run, page, limit);
+	return finishBaseline(run);
 }
 
 export const size = (state: CursorState) => Buffer.byteLength(JSON.stringify(state));
