@@ -1,31 +1,18 @@
 /**
- * How the Image Pack Trigger reads the publication list, as a pure module: no n8n, no HTTP. The
- * stored state and its encoding are in state.ts.
+ * How the trigger reads the publication list, as a pure module (no n8n, no HTTP); the stored state
+ * is in state.ts. The API's pulling contract: remember `next_since_id`, start the next round at
+ * `next_since_id - reread_overlap`, deduplicate by `(pack_id, version)`. Ids come from one sequence
+ * for all accounts: a smaller id may become visible after a bigger one, but only above
+ * `newest visible id - reread_overlap` when it commits. One publication may be listed under two ids.
  *
- * The API's incremental pulling contract (§4.2): remember `next_since_id`, start the next round at
- * `next_since_id - reread_overlap`, deduplicate by `(pack_id, version)`. Ids come from one database
- * sequence for all accounts, so a publication with a smaller id may become visible after a bigger
- * one, but (the contract's promise) only above `newest visible id - reread_overlap` at the moment it
- * commits. One publication may also be listed under more than one id.
+ *   run = startPoll(state)           first request: since_id = run.nextSince
+ *   next = addPage(run, page)        repeat while `next` is a number (a full page) and wanted
+ *   state' = finishPoll(run, count)  `count` = how many of run.fresh were delivered
  *
- * How a poll uses this module:
- *   run = startPoll(state)                first request: since_id = run.nextSince
- *   { fresh, next } = addPage(run, page)  repeat while `next` is a number (a full page) and wanted
- *   state' = finishPoll(run, emitted)     `emitted` = how many of the fresh records were delivered
- *
- * Where the next poll starts. Pages inside one poll follow `next_since_id` directly (a full page is
- * history, not the head), which keeps a catch-up at one request per 200 records. An id that was not
- * in the answer covering it may still commit late, unless the server's newest id was already more
- * than `overlap` above it: then the contract says it never will. So after every poll, the ids up to
- * (newest id known when their page was read) - overlap are settled, and the next poll starts at the
- * first id that is not, skipping by id (`handled`) what it already dealt with above it. The newest
- * id known is the highest id any earlier answer held, or one the next page of the same poll held
- * unless it could have committed in the milliseconds between the two requests (BURST). So the
- * whole overlap the server announces is re-read, however large (up to MAX_OVERLAP), and a backlog
- * is still read once, page after page.
- *
- * Its limits (a late commit further than the overlap below the newest id, BURST, MEMORY_KEYS, the
- * 53-bit key hash) are in docs/polling.md#limits.
+ * Pages of one poll follow `next_since_id` directly (a catch-up costs a request per 200 records);
+ * the next poll starts below the first id that may still commit late (nextStart), so the whole
+ * announced overlap is re-read, and skips by id what it already dealt with (`handled`). Details and
+ * limits: docs/polling.md#the-cursor-in-detail.
  */
 import {
 	DEFAULT_OVERLAP,
@@ -134,21 +121,16 @@ function validItems(since: number, page: ListPage): PublicationRecord[] {
 }
 
 /**
- * Adds the answer to the request `since_id = run.nextSince, limit` to the run. Returns the records
- * of this page not delivered before (ascending id) and, when the page was full, the since_id to
- * follow (also in `run.nextSince`). Throws OverlapTooLargeError before using an answer that
- * announces an overlap above MAX_OVERLAP.
+ * Adds the answer to the request `since_id = run.nextSince, limit` to the run (its records not
+ * delivered before join `run.fresh`). Returns the since_id to follow when the page was full (also in
+ * `run.nextSince`), else null. Throws OverlapTooLargeError before using an answer that announces an
+ * overlap above MAX_OVERLAP.
  */
-export function addPage(
-	run: PollRun,
-	page: ListPage,
-	limit = PAGE_LIMIT,
-): { fresh: PublicationRecord[]; next: number | null } {
+export function addPage(run: PollRun, page: ListPage, limit = PAGE_LIMIT): number | null {
 	const overlap = announcedOverlap(page.reread_overlap, -1);
 	if (overlap >= 0) run.overlap = Math.max(run.overlap ?? 0, overlap);
 	const since = run.nextSince;
 	const items = validItems(since, page);
-	const fresh: PublicationRecord[] = [];
 	for (const item of items) {
 		if (item.id <= run.base.start || run.handled.has(item.id)) continue;
 		const key = keyToken(item.pack_id, item.version);
@@ -156,7 +138,6 @@ export function addPage(
 			run.repeats.push(item.id);
 			continue;
 		}
-		fresh.push(item);
 		run.fresh.push(item);
 		run.freshKeys.push(key);
 		run.freshKeySet.add(key);
@@ -167,14 +148,16 @@ export function addPage(
 	const witness = items.length > BURST ? items[items.length - 1 - BURST].id : since;
 	run.pages.push({ since, end, top: Math.max(previousTop, lastId), witness });
 	const full = Array.isArray(page.items) && page.items.length >= limit;
-	const next = full && end > since ? end : null;
 	run.nextSince = end;
-	return { fresh, next };
+	return full && end > since ? end : null;
 }
 
 /**
  * Where the next poll starts after reading the run's pages up to `readTo`: below the first id that
- * may still appear (see the module comment), never below the state's start.
+ * may still appear, never below the state's start. An id not in the answer covering it can still
+ * commit late unless the newest id known when its page was read was more than `overlap` above it:
+ * the highest id of earlier answers, of this page, or of the next page unless that one could have
+ * committed in the milliseconds between the two requests (BURST).
  */
 function nextStart(run: PollRun, kept: number, readTo: number, overlap: number): number {
 	for (let at = 0; at < kept; at++) {

@@ -83,8 +83,8 @@ async function testEvent(ctx: IPollFunctions, connection: Connection, includeMan
 }
 
 /**
- * Reads list pages into `run` until `enough(next)` says so (`next`: addPage's, null after a page
- * that was not full): the first page always, more while the poll has time, at most MAX_PAGES_PER_POLL.
+ * Reads list pages into `run` until `enough(next)` says so (`next`: addPage's): the first page
+ * always, more while the poll has time, at most MAX_PAGES_PER_POLL.
  */
 async function readPages(
 	ctx: IPollFunctions,
@@ -95,7 +95,7 @@ async function readPages(
 ): Promise<void> {
 	for (let pages = 0; pages < MAX_PAGES_PER_POLL; pages++) {
 		if (pages > 0 && Date.now() > times.stopAt) return;
-		const { next } = addPage(run, await listPage(ctx, connection, run.nextSince, times));
+		const next = addPage(run, await listPage(ctx, connection, run.nextSince, times));
 		if (await enough(next)) return;
 	}
 }

@@ -24,11 +24,6 @@ export const MANIFEST_CONCURRENCY = 4;
  */
 export const MAX_POLL_CHARS = 4 * 1024 * 1024;
 
-/** The transport's cut: every request and wait of a poll ends by its deadline. */
-function within(times: PollTimes): { deadline?: number } {
-	return Number.isFinite(times.deadline) ? { deadline: times.deadline } : {};
-}
-
 /**
  * Whether a failed request was cut short by the poll's time (its timeout, or a Retry-After longer
  * than the poll has left): the poll then delivers what it completed.
@@ -46,7 +41,7 @@ export async function listPage(
 	limit = PAGE_LIMIT,
 ): Promise<ListPage> {
 	const query = { sinceId: since, limit };
-	const { body } = await listPublications(ctx, connection, query, within(times));
+	const { body } = await listPublications(ctx, connection, query, { deadline: times.deadline });
 	if (typeof body !== 'object' || body === null || !Array.isArray(body.items)) {
 		throw imagePackError(
 			ctx.getNode(),
@@ -67,7 +62,7 @@ export async function fetchDetail(
 	id: number,
 	times: PollTimes,
 ): Promise<IDataObject> {
-	return (await getPublication(ctx, connection, id, within(times))).body;
+	return (await getPublication(ctx, connection, id, { deadline: times.deadline })).body;
 }
 
 /** The newest publication (O(log max id) requests) and the overlap the answers announced. */

@@ -73,10 +73,9 @@ describe('one poll, plain inputs', () => {
 
 	it('follows next_since_id on a full page; a page is settled once ids `overlap` above it are known to have been visible', () => {
 		const run = startPoll(initialState('q', 0));
-		const step = addPage(run, page(evens(2, 400)));
-		expect(step.next).toBe(400);
+		expect(addPage(run, page(evens(2, 400)))).toBe(400);
 		expect(run.nextSince).toBe(400);
-		expect(addPage(run, page(evens(402, 798))).next).toBeNull();
+		expect(addPage(run, page(evens(402, 798)))).toBeNull();
 		// Page 2 holds more than BURST ids: those below its newest BURST were visible before page 1
 		// was answered, so page 1 is settled; of page 2, what is within the overlap of 798 is not.
 		expect(finishPoll(run)).toMatchObject({ start: 748, cursor: 798 });
@@ -106,12 +105,12 @@ describe('one poll, plain inputs', () => {
 	});
 
 	it('a next_since_id that does not advance on a full page stops the poll', () => {
-		const step = addPage(
+		const next = addPage(
 			startPoll(initialState('q', 0)),
 			{ items: [rec(1), rec(2)], next_since_id: 0 },
 			2,
 		);
-		expect(step.next).toBe(2);
+		expect(next).toBe(2);
 		const stuck = readPages(initialState('q', 5), [{ items: [], next_since_id: 1 }], 0);
 		expect(stuck.next).toBeNull();
 	});

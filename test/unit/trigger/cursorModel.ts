@@ -153,7 +153,7 @@ export function poll(
 	const run = startPoll(driver.state);
 	for (let pages = 0; pages < maxPages; pages++) {
 		if (pages > 0) between?.();
-		if (addPage(run, model.list(account, run.nextSince, pageLimit), pageLimit).next === null) break;
+		if (addPage(run, model.list(account, run.nextSince, pageLimit), pageLimit) === null) break;
 		if (emitLimit !== undefined && run.fresh.length >= emitLimit) break; // Max Publications per Poll
 	}
 	const fresh = run.fresh;
@@ -203,14 +203,9 @@ export function expectExactlyOnce(model: Model, account: string, driver: Driver)
 /** One poll over `pages`, each the answer to the run's next request: the run and what was fresh. */
 export function readPages(state: CursorState, pages: ListPage[], limit = PAGE_LIMIT) {
 	const run = startPoll(state);
-	const fresh: PublicationRecord[] = [];
 	let next: number | null = null;
-	for (const page of pages) {
-		const step = addPage(run, page, limit);
-		fresh.push(...step.fresh);
-		next = step.next;
-	}
-	return { run, fresh, next };
+	for (const page of pages) next = addPage(run, page, limit);
+	return { run, fresh: run.fresh, next };
 }
 
 /** The "now" baseline's state from the answers to its requests, as the trigger reads them. */
