@@ -159,7 +159,11 @@ function api(ids: number[]) {
 		const above = records.findIndex((r) => r.id > since);
 		const lo = above < 0 ? records.length : above;
 		const items = records.slice(lo, lo + Math.min(limit, PAGE_LIMIT));
-		return { items, next_since_id: items.length ? items[items.length - 1].id : since, reread_overlap: 50 };
+		return {
+			items,
+			next_since_id: items.length ? items[items.length - 1].id : since,
+			reread_overlap: 50,
+		};
 	};
 	return { records, calls, list };
 }
@@ -216,7 +220,9 @@ describe('newestFirstPage', () => {
 		const { calls, list } = api(ids);
 		const first = await newestFirstPage(list, { pageSize: PAGE_SIZE });
 		expect(first.records.map((r) => r.id)).toEqual(ids.slice(-PAGE_SIZE).reverse());
-		expect(first.requests).toBeLessThanOrEqual(2 * Math.ceil(Math.log2(ids[ids.length - 1] + 1)) + 3);
+		expect(first.requests).toBeLessThanOrEqual(
+			2 * Math.ceil(Math.log2(ids[ids.length - 1] + 1)) + 3,
+		);
 		calls.length = 0;
 		let token = first.next;
 		const seen = new Set(first.records.map((r) => r.id));
@@ -245,10 +251,14 @@ describe('newestFirstPage', () => {
 		];
 		for (const matches of filters) {
 			const { shown, requests } = await readAll(list, matches);
-			const expected = records.filter(matches).map((r) => r.id).reverse();
+			const expected = records
+				.filter(matches)
+				.map((r) => r.id)
+				.reverse();
 			expect(expected.length).toBeGreaterThan(0);
 			expect(shown.map((r) => r.id)).toEqual(expected);
-			for (const count of requests.slice(1)) expect(count).toBeLessThanOrEqual(MAX_REQUESTS_PER_PAGE);
+			for (const count of requests.slice(1))
+				expect(count).toBeLessThanOrEqual(MAX_REQUESTS_PER_PAGE);
 		}
 	});
 

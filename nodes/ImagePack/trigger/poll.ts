@@ -113,15 +113,14 @@ async function baseline(
 	const { newest, overlap } = await newestPublication(ctx, connection, times);
 	if (!newest) return initialState(key, 0);
 	const run = startBaseline(key, baselineSince(newest.id, overlap), newest.id);
-	await readPages(ctx, connection, run, times, (next) => next === null || run.nextSince >= newest.id);
+	await readPages(
+		ctx,
+		connection,
+		run,
+		times,
+		(next) => next === null || run.nextSince >= newest.id,
+	);
 	return finishBaseline(run);
-}
-
-interface Drain {
-	state: CursorState;
-	includeManifest: boolean;
-	maxPerPoll: number;
-	times: PollTimes;
 }
 
 /**
@@ -129,9 +128,14 @@ interface Drain {
  * size bound or the poll's time is reached. What is complete is delivered, also when its last
  * request was cut by the poll's time; the next poll continues after it.
  */
-async function drain(ctx: IPollFunctions, connection: Connection, options: Drain) {
-	const { includeManifest, maxPerPoll, times } = options;
-	const run = startPoll(options.state);
+async function drain(
+	ctx: IPollFunctions,
+	connection: Connection,
+	state: CursorState,
+	times: PollTimes,
+	{ includeManifest, maxPerPoll }: { includeManifest: boolean; maxPerPoll: number },
+) {
+	const run = startPoll(state);
 	const details: IDataObject[] = [];
 	const chars = { used: 0 };
 	const stopped = await readPages(ctx, connection, run, times, async (next) => {
@@ -195,11 +199,10 @@ export async function pollPublications(
 			commit(await baseline(ctx, connection, key, times));
 			return null;
 		}
-		const { next, items } = await drain(ctx, connection, {
-			state: stored ?? initialState(key, startFrom === 'id' ? startId : 0),
+		const state = stored ?? initialState(key, startFrom === 'id' ? startId : 0);
+		const { next, items } = await drain(ctx, connection, state, times, {
 			includeManifest,
 			maxPerPoll: maxPerPollOf(ctx),
-			times,
 		});
 		if (!commit(next)) return null; // taken over after running far too long: discarded
 		if (items.length === 0) return null;

@@ -59,7 +59,9 @@ describe('Publication picker (From list)', () => {
 		expect(results.map((r) => r.value)).toEqual([String(newest.id), String(newest.id - 2)]);
 		expect(results[0].name).toBe(`#${newest.id} · pk_mugs v2 · MUG-BLUE · 2026-11-02 09:45 UTC`);
 		const plain = await emulator.control.publish({ packId: 'pk_plain', styleCode: '' });
-		expect((await search()).results[0].name).toMatch(new RegExp(`^#${plain.id} · pk_plain v1 · \\d{4}-`));
+		expect((await search()).results[0].name).toMatch(
+			new RegExp(`^#${plain.id} · pk_plain v1 · \\d{4}-`),
+		);
 		expect(paginationToken).toBeUndefined();
 	});
 

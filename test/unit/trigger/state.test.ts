@@ -17,7 +17,9 @@ import { mulberry32 } from '../../harness/polling';
 describe('queryKey', () => {
 	it('names the start option, the start id and the server (case-insensitive)', () => {
 		expect(queryKey('now', 0, 'https://A.example')).toBe(queryKey('now', 0, 'https://a.example'));
-		expect(queryKey('now', 0, 'https://a.example')).not.toBe(queryKey('now', 0, 'https://b.example'));
+		expect(queryKey('now', 0, 'https://a.example')).not.toBe(
+			queryKey('now', 0, 'https://b.example'),
+		);
 		expect(queryKey('id', 7, 'https://a.example')).not.toBe(queryKey('id', 8, 'https://a.example'));
 		expect(queryKey('beginning', 7, 'x')).toBe(queryKey('beginning', 8, 'x'));
 	});

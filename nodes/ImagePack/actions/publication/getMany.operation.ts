@@ -116,8 +116,7 @@ async function listRecords(
 	// Within one call the pages follow next_since_id directly: re-reading the overlap only matters
 	// across calls, and the trigger does that.
 	for (;;) {
-		const pageSize =
-			limit === undefined ? PAGE_LIMIT : Math.min(PAGE_LIMIT, limit - byId.size);
+		const pageSize = limit === undefined ? PAGE_LIMIT : Math.min(PAGE_LIMIT, limit - byId.size);
 		const { body } = await listPublications(
 			ctx,
 			connection,
