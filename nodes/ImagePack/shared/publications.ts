@@ -128,8 +128,6 @@ export interface NewestFirstPage {
 	records: PublicationRecord[];
 	/** Token for the next (older) page; undefined when the oldest record was reached. */
 	next?: string;
-	/** Requests this page spent. */
-	requests: number;
 }
 
 interface Position {
@@ -165,25 +163,19 @@ export async function newestFirstPage(
 	options: { pageSize: number; token?: unknown; matches?: (record: PublicationRecord) => boolean },
 ): Promise<NewestFirstPage> {
 	const { pageSize, matches = () => true } = options;
-	let requests = 0;
-	const counted: ListFn = async (since, limit) => {
-		requests++;
-		return await list(since, limit);
-	};
-
 	let position = readToken(options.token);
 	if (!position) {
-		const newest = await findNewest(async (since) => (await counted(since, 1)).items[0] ?? null);
-		if (!newest) return { records: [], requests };
+		const newest = await findNewest(async (since) => (await list(since, 1)).items[0] ?? null);
+		if (!newest) return { records: [] };
 		position = { before: newest.id + 1, span: TARGET_PER_WINDOW };
 	}
 
 	const records: PublicationRecord[] = [];
 	let { before, span } = position;
-	const budget = requests + MAX_REQUESTS_PER_PAGE; // finding the newest id is not counted
-	while (before > 1 && records.length < pageSize && requests < budget) {
+	let requests = 0; // finding the newest id is not counted
+	while (before > 1 && records.length < pageSize && requests++ < MAX_REQUESTS_PER_PAGE) {
 		const since = Math.max(0, before - 1 - span);
-		const page = await counted(since, PAGE_LIMIT);
+		const page = await list(since, PAGE_LIMIT);
 		const raw = Array.isArray(page.items) ? page.items : [];
 		const items = raw
 			.filter((item) => Number.isSafeInteger(item?.id) && item.id > since && item.id < before)
@@ -206,5 +198,5 @@ export async function newestFirstPage(
 		// Continue below the last record taken, or below the whole window when all of it was taken.
 		before = taken < items.length ? items[taken - 1].id : since + 1;
 	}
-	return { records, next: before > 1 ? `${before}:${span}` : undefined, requests };
+	return { records, next: before > 1 ? `${before}:${span}` : undefined };
 }
