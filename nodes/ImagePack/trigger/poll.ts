@@ -113,13 +113,8 @@ async function baseline(
 	const { newest, overlap } = await newestPublication(ctx, connection, times);
 	if (!newest) return initialState(key, 0);
 	const run = startBaseline(key, baselineSince(newest.id, overlap), newest.id);
-	await readPages(
-		ctx,
-		connection,
-		run,
-		times,
-		(next) => next === null || run.nextSince >= newest.id,
-	);
+	const done = (next: number | null) => next === null || run.nextSince >= newest.id;
+	await readPages(ctx, connection, run, times, done);
 	return finishBaseline(run);
 }
 
