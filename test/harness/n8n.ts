@@ -279,6 +279,8 @@ export interface PollOptions {
 	/** The workflow's static data, as n8n keeps it between polls (use the same object to carry it on). */
 	staticData?: IDataObject;
 	nodeName?: string;
+	/** The workflow's id (default `test-workflow`). */
+	workflowId?: string;
 	getPollBudgetMs?: () => number;
 	/**
 	 * What `getWorkflowStaticData('node')` returns. Default: the workflow's own bucket (n8n's legacy
@@ -299,7 +301,7 @@ export class PollingWorkflow {
 	constructor(private readonly options: PollOptions) {
 		this.node = makeNode(options.nodeType, options.parameters, { name: options.nodeName });
 		this.workflow = new Workflow({
-			id: 'test-workflow',
+			id: options.workflowId ?? 'test-workflow',
 			nodes: [this.node],
 			connections: {},
 			active: true,

@@ -27,7 +27,6 @@
  */
 import type { IDataObject, INodeExecutionData, INodeParameters, INodeType } from 'n8n-workflow';
 
-import { resetPollTurns } from '../../nodes/ImagePack/shared/polling';
 import { PollingWorkflow, type HarnessCredentials } from './n8n';
 
 export interface PollerHostOptions {
@@ -44,6 +43,13 @@ export type PollOutcome =
 	| { kind: 'emitted'; items: INodeExecutionData[] }
 	| { kind: 'null' }
 	| { kind: 'error'; error: Error };
+
+let processes = 0;
+/**
+ * A fresh n8n process, as far as the trigger's poll turns can tell: they live in the process and are
+ * keyed by the workflow's id, so polls under a new id find none of an earlier process's turns.
+ */
+const newProcess = () => `workflow-of-process-${++processes}`;
 
 function isChanged(staticData: IDataObject): boolean {
 	return (staticData as { __dataChanged?: boolean }).__dataChanged === true;
@@ -62,9 +68,10 @@ export class LegacyPollerHost {
 	private live?: PollingWorkflow;
 
 	/** A new host is a freshly started n8n process: nothing of earlier polls is in memory. */
+	private process = newProcess();
+
 	constructor(private options: PollerHostOptions) {
 		this.stored = options.stored ?? '{}';
-		resetPollTurns();
 	}
 
 	get active(): boolean {
@@ -97,6 +104,7 @@ export class LegacyPollerHost {
 			parameters: this.options.parameters,
 			credentials: this.options.credentials,
 			nodeName: this.options.nodeName,
+			workflowId: this.process,
 			getPollBudgetMs: this.options.getPollBudgetMs,
 			staticData: JSON.parse(this.stored) as IDataObject,
 			mode: 'trigger',
@@ -151,7 +159,7 @@ export class LegacyPollerHost {
 	/** n8n stops (the in-memory state is gone) and starts again from the database. */
 	async restart(): Promise<PollOutcome> {
 		this.live = undefined;
-		resetPollTurns();
+		this.process = newProcess();
 		return await this.activate();
 	}
 
@@ -207,9 +215,10 @@ export class DurablePollerHost {
 
 	private readonly commits: Array<Promise<void>> = [];
 
+	private process = newProcess();
+
 	constructor(private readonly options: PollerHostOptions) {
 		this.stored = options.stored ?? '{}';
-		resetPollTurns();
 	}
 
 	private async run(testing: boolean): Promise<PollOutcome> {
@@ -221,6 +230,7 @@ export class DurablePollerHost {
 			parameters: this.options.parameters,
 			credentials: this.options.credentials,
 			nodeName: this.options.nodeName,
+			workflowId: this.process,
 			getPollBudgetMs: this.options.getPollBudgetMs,
 			staticData: {},
 			mode: 'trigger',
@@ -266,7 +276,7 @@ export class DurablePollerHost {
 	/** n8n stops and starts again: polls still running in the old process never commit. */
 	restart(): void {
 		this.generation++;
-		resetPollTurns();
+		this.process = newProcess();
 	}
 }
 

@@ -6,7 +6,7 @@
  */
 import type { IDataObject } from 'n8n-workflow';
 
-import type { ListPage } from '../shared/cursor';
+import type { ListPage } from '../shared/publications';
 import type { Connection, ApiContext } from './connection';
 import { ROUTES, type Route } from './routes';
 import { openScope } from './scope';

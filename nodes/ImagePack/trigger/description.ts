@@ -1,13 +1,30 @@
 import type { INodeProperties } from 'n8n-workflow';
 
 /**
- * Max Publications per Poll: its default, measured in a running n8n 2.41.1 (docs/performance.md),
- * keeps a poll's memory small on a 640 MiB instance and a failed execution small; a backlog drains
- * at this many per poll time.
+ * Max Publications per Poll, read by poll.ts through boundedNumber. Its default, measured in a running
+ * n8n 2.41.1 (docs/performance.md), keeps a poll's memory small on a 640 MiB instance and a failed
+ * execution small; a backlog drains at this many per poll time. Its upper bound keeps one poll's items
+ * within what a small n8n can hold (see read.ts too).
  */
-export const DEFAULT_MAX_PER_POLL = 100;
-/** Its upper bound: one poll's items stay within what a small n8n can hold (see read.ts too). */
-export const MAX_MAX_PER_POLL = 1_000;
+export const maxPerPollProperty: INodeProperties = {
+	displayName: 'Max Publications per Poll',
+	name: 'maxPerPoll',
+	type: 'number',
+	default: 100,
+	typeOptions: { minValue: 1, maxValue: 1_000, numberPrecision: 0 },
+	description:
+		'The most publications one poll delivers, as one execution; the rest follow on the next polls, oldest first. Larger values drain a backlog faster and need more memory; more poll times do too (see the README).',
+};
+
+export const startIdProperty: INodeProperties = {
+	displayName: 'Start ID',
+	name: 'startId',
+	type: 'number',
+	default: 0,
+	typeOptions: { minValue: 0, numberPrecision: 0 },
+	description: 'Publications with an ID greater than this are delivered',
+	displayOptions: { show: { startFrom: ['id'] } },
+};
 
 export const properties: INodeProperties[] = [
 	{
@@ -53,22 +70,6 @@ export const properties: INodeProperties[] = [
 			},
 		],
 	},
-	{
-		displayName: 'Start ID',
-		name: 'startId',
-		type: 'number',
-		default: 0,
-		typeOptions: { minValue: 0, numberPrecision: 0 },
-		description: 'Publications with an ID greater than this are delivered',
-		displayOptions: { show: { startFrom: ['id'] } },
-	},
-	{
-		displayName: 'Max Publications per Poll',
-		name: 'maxPerPoll',
-		type: 'number',
-		default: DEFAULT_MAX_PER_POLL,
-		typeOptions: { minValue: 1, maxValue: MAX_MAX_PER_POLL, numberPrecision: 0 },
-		description:
-			'The most publications one poll delivers, as one execution; the rest follow on the next polls, oldest first. Larger values drain a backlog faster and need more memory; more poll times do too (see the README).',
-	},
+	startIdProperty,
+	maxPerPollProperty,
 ];

@@ -4,10 +4,16 @@
  */
 import type { IDataObject, IPollFunctions } from 'n8n-workflow';
 
-import { PAGE_LIMIT, findNewest, type ListPage, type PublicationRecord } from '../shared/cursor';
 import { errorFacts, imagePackError } from '../shared/errors';
-import { type PollTimeItem, shortestPollGapMs } from '../shared/polling';
+import {
+	PAGE_LIMIT,
+	findNewest,
+	type ListPage,
+	type PublicationRecord,
+} from '../shared/publications';
 import { type Connection, PUBLICATIONS_PATH, getPublication, listPublications } from '../transport';
+import type { PollTimes } from './pacing';
+
 /** Detail requests in flight at once when attaching manifests. */
 export const MANIFEST_CONCURRENCY = 4;
 /**
@@ -17,42 +23,6 @@ export const MANIFEST_CONCURRENCY = 4;
  * delivered however large.
  */
 export const MAX_POLL_CHARS = 4 * 1024 * 1024;
-
-/** When a poll stops starting requests, and when every request and wait of it ends. */
-export interface PollTimes {
-	stopAt: number;
-	deadline: number;
-}
-
-/** No limit: Fetch Test Event, which n8n runs outside the poll schedule. */
-export const UNBOUNDED: PollTimes = {
-	stopAt: Number.POSITIVE_INFINITY,
-	deadline: Number.POSITIVE_INFINITY,
-};
-
-/**
- * A poll's times: within n8n's poll budget (durable scheduler: about 36 s) and before the next poll
- * time can fire (legacy scheduler: a poll time firing during a poll disturbs it, see
- * shared/polling.ts). It stops starting requests at 80 % of that and cuts what is still running at
- * 95 %, leaving the rest for the hand-off to n8n.
- */
-export function pollTimes(ctx: IPollFunctions): PollTimes {
-	const host = ctx as { getPollBudgetMs?: unknown };
-	let budget = Number.POSITIVE_INFINITY;
-	if (typeof host.getPollBudgetMs === 'function') {
-		const value: unknown = (host.getPollBudgetMs as () => unknown).call(ctx);
-		if (typeof value === 'number' && Number.isFinite(value) && value > 0) budget = value;
-	}
-	const pollTimesParameter = ctx.getNodeParameter('pollTimes', {}) as { item?: PollTimeItem[] };
-	const window = Math.min(budget, shortestPollGapMs(pollTimesParameter.item));
-	const now = Date.now();
-	return { stopAt: now + window * 0.8, deadline: now + window * 0.95 };
-}
-
-/** The transport's cut: every request and wait of a poll ends by its deadline. */
-function within(times: PollTimes): { deadline?: number } {
-	return Number.isFinite(times.deadline) ? { deadline: times.deadline } : {};
-}
 
 /**
  * Whether a failed request was cut short by the poll's time (its timeout, or a Retry-After longer
@@ -71,7 +41,7 @@ export async function listPage(
 	limit = PAGE_LIMIT,
 ): Promise<ListPage> {
 	const query = { sinceId: since, limit };
-	const { body } = await listPublications(ctx, connection, query, within(times));
+	const { body } = await listPublications(ctx, connection, query, { deadline: times.deadline });
 	if (typeof body !== 'object' || body === null || !Array.isArray(body.items)) {
 		throw imagePackError(
 			ctx.getNode(),
@@ -92,7 +62,7 @@ export async function fetchDetail(
 	id: number,
 	times: PollTimes,
 ): Promise<IDataObject> {
-	return (await getPublication(ctx, connection, id, within(times))).body;
+	return (await getPublication(ctx, connection, id, { deadline: times.deadline })).body;
 }
 
 /** The newest publication (O(log max id) requests) and the overlap the answers announced. */
@@ -124,7 +94,7 @@ export async function newestPublication(
 }
 
 /** Characters a delivered item takes as JSON, as far as one poll's bound is concerned. */
-export function itemChars(record: PublicationRecord, detail?: IDataObject): number {
+function itemChars(record: PublicationRecord, detail?: IDataObject): number {
 	return (
 		JSON.stringify(record).length + (detail ? JSON.stringify(detail.manifest ?? null).length : 0)
 	);

@@ -5,7 +5,7 @@
 import type { INodeParameters } from 'n8n-workflow';
 
 import { ImagePack } from '../../../nodes/ImagePack/ImagePack.node';
-import { PICKER_PAGE_SIZE } from '../../../nodes/ImagePack/shared/newestFirst';
+import { PICKER_PAGE_SIZE } from '../../../nodes/ImagePack/methods/listSearch';
 import { type Emulator, startEmulator } from '../../emulator';
 import { runListSearch } from '../../harness/n8n';
 
@@ -58,6 +58,10 @@ describe('Publication picker (From list)', () => {
 		const { results, paginationToken } = await search();
 		expect(results.map((r) => r.value)).toEqual([String(newest.id), String(newest.id - 2)]);
 		expect(results[0].name).toBe(`#${newest.id} · pk_mugs v2 · MUG-BLUE · 2026-11-02 09:45 UTC`);
+		const plain = await emulator.control.publish({ packId: 'pk_plain', styleCode: '' });
+		expect((await search()).results[0].name).toMatch(
+			new RegExp(`^#${plain.id} · pk_plain v1 · \\d{4}-`),
+		);
 		expect(paginationToken).toBeUndefined();
 	});
 
@@ -70,7 +74,8 @@ describe('Publication picker (From list)', () => {
 		});
 		await emulator.control.publishBulk({ count: 120 });
 		expect((await search('tote-green')).results.map((r) => r.value)).toEqual([String(tote.id)]);
-		expect((await search('pk_tote v1')).results.map((r) => r.value)).toEqual([String(tote.id)]);
+		expect((await search('PK_TOTE v1')).results.map((r) => r.value)).toEqual([String(tote.id)]);
+		expect((await search('pk_tote v2')).results).toEqual([]); // every word must match
 		expect((await search('2026-06-07')).results.map((r) => r.value)).toContain(String(tote.id));
 		const exact = await search(`#${tote.id}`);
 		expect(exact.results[0].value).toBe(String(tote.id));

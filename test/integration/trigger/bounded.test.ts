@@ -17,30 +17,30 @@ const detailRequests = async () => await emu.control.requests({ route: 'getPubli
 
 describe('Max Publications per Poll', () => {
 	it('each poll delivers at most that many, oldest first; the rest follow, each once, manifests read once', async () => {
-		await emu.control.publishBulk({ count: 55 });
-		const late = await publish(undefined, undefined, false);
-		await emu.control.publishBulk({ count: 5 });
+		await emu.control.publishBulk({ count: 61 });
 		const poller = host({ startFrom: 'beginning', maxPerPoll: 25 });
 		await poller.activate();
-		await emu.control.commitPublication(late.id);
 		while ((await poller.tick()).kind === 'emitted');
 		expect(poller.executions.map((items) => items.length)).toEqual([25, 25, 11]);
-		expect([...emittedIds(poller.executions)].sort((a, b) => a - b)).toEqual(range(1, 61));
+		expect(emittedIds(poller.executions)).toEqual(range(1, 61));
 		expectOrderedBatches(poller.executions);
 		expect(poller.executions.flat().every((item) => item.json.manifest)).toBe(true);
 		expect(await detailRequests()).toHaveLength(61);
 		expect(await listRequests()).toBeLessThanOrEqual(3 + 2);
 	});
 
-	it('without manifests too, and a value outside 1–1,000 is held to those bounds', async () => {
+	it('without manifests too; a value outside 1–1,000 fails the poll naming it, before any request', async () => {
 		await emu.control.publishBulk({ count: 30 });
-		const poller = host({ startFrom: 'beginning', includeManifest: false, maxPerPoll: 0 });
+		const refused = host({ startFrom: 'beginning', includeManifest: false, maxPerPoll: 0 });
+		await emu.control.clearRequests();
+		await expect(refused.activate()).rejects.toThrow(
+			'Max Publications per Poll "0" is not allowed. Allowed values: whole numbers from 1 to 1000',
+		);
+		expect(await emu.control.requests()).toEqual([]);
+		const poller = host({ startFrom: 'beginning', includeManifest: false, maxPerPoll: 7 });
 		await poller.activate();
-		await poller.tick();
-		expect(poller.executions.map((items) => items.length)).toEqual([1, 1]);
-		await poller.update({ startFrom: 'beginning', includeManifest: false, maxPerPoll: 7 });
 		while ((await poller.tick()).kind === 'emitted');
-		expect(poller.executions.map((items) => items.length)).toEqual([1, 1, 7, 7, 7, 7]);
+		expect(poller.executions.map((items) => items.length)).toEqual([7, 7, 7, 7, 2]);
 		expect(emittedIds(poller.executions)).toEqual(range(1, 30));
 	});
 });

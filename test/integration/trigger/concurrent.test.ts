@@ -9,7 +9,7 @@ import { sleep } from 'n8n-workflow';
 import type { DurablePollerHost } from '../../harness/polling';
 import { emittedIds, useTrigger } from './helpers';
 
-const { emu, host, durableHost, listRequests, publish } = useTrigger();
+const { emu, host, durableHost, listRequests } = useTrigger();
 
 describe('two polls of one trigger at once (the poll guard)', () => {
 	const durable = (budget = 1500) =>
@@ -72,32 +72,6 @@ describe('two polls of one trigger at once (the poll guard)', () => {
 		await drain(poller, 150);
 		await emu.control.setLatency('getPublication', 0);
 		expectOnce(poller.executions, 150);
-	});
-
-	it('durable: a re-published (pack_id, version) and a late commit among overlapping polls, each once', async () => {
-		await emu.control.publishBulk({ count: 60 });
-		const first = await publish(undefined, 'pk_repub');
-		const late = await publish(undefined, undefined, false);
-		await emu.control.publishBulk({ count: 30 });
-		await emu.control.setLatency('getPublication', 10);
-		const poller = durable();
-		await Promise.all([poller.tick(), poller.tick(), poller.tick()]);
-		await poller.settle();
-		await emu.control.repeatPublication(first.id); // same key, new id
-		await emu.control.commitPublication(late.id);
-		await Promise.all([poller.tick(), poller.tick()]);
-		await poller.settle();
-		await drain(poller, 92);
-		for (let i = 0; i < 3; i++) await Promise.all([poller.tick(), poller.tick()]);
-		await poller.settle();
-		await emu.control.setLatency('getPublication', 0);
-		const got = poller.executions
-			.flat()
-			.map((item) => `${item.json.pack_id as string}@${item.json.version as number}`);
-		expect(got).toHaveLength(new Set(got).size); // (pack_id, version) delivered once
-		expect(got.filter((key) => key.startsWith('pk_repub'))).toEqual(['pk_repub@1']);
-		expect(got).toHaveLength(92); // 91 + the late one; the re-publication is not delivered again
-		expect(emittedIds(poller.executions)).toContain(late.id);
 	});
 
 	it('legacy: polls fired during a running poll end after it, so they never take its expression engine', async () => {

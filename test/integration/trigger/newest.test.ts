@@ -8,7 +8,7 @@ import type { FastifyRequest } from 'fastify';
 import { sleep } from 'n8n-workflow';
 
 import { ImagePackTrigger } from '../../../nodes/ImagePack/ImagePackTrigger.node';
-import { MAX_SEARCH_PROBES } from '../../../nodes/ImagePack/shared/cursor';
+import { MAX_SEARCH_PROBES } from '../../../nodes/ImagePack/shared/publications';
 import { retryPolicy } from '../../../nodes/ImagePack/transport/limits';
 import { LegacyPollerHost } from '../../harness/polling';
 import { startScriptedServer, type ScriptedServer } from '../../harness/scripted-server';

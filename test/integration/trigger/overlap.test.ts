@@ -1,10 +1,11 @@
 /**
  * The pulling contract in full, in real n8n poll contexts against the emulator: the trigger re-reads
  * the overlap the server announces (not a capped copy), so a late commit anywhere inside it is
- * delivered; static data stays small at large overlaps; an overlap above MAX_OVERLAP is refused
- * loudly, losing nothing.
+ * delivered exactly once (the one integration test of late commits: the pure cursor's tests cover
+ * every overlap and interleaving); static data stays small at large overlaps; an overlap above
+ * MAX_OVERLAP is refused loudly, losing nothing.
  */
-import { MAX_OVERLAP } from '../../../nodes/ImagePack/shared/cursor';
+import { MAX_OVERLAP } from '../../../nodes/ImagePack/trigger/state';
 import { emittedIds, expectOncePerPublication, range, storedBytes, useTrigger } from './helpers';
 
 const { emu, host, publish } = useTrigger();
@@ -16,47 +17,42 @@ async function ours(count: number): Promise<number[]> {
 }
 
 describe('the overlap the server announces, in full', () => {
-	it.each([
-		[400, 300],
-		[1000, 900],
-	])(
-		'overlap %i: a publication committed %i ids below the newest is delivered, once',
-		async (overlap, below) => {
-			await emu.control.setRereadOverlap(overlap);
-			const other = await emu.control.createAccount();
-			const mine: number[] = [];
-			for (let round = 0; round < 3; round++) {
-				mine.push(...(await ours(400)));
-				await emu.control.publishBulk({ accountId: other.accountId, count: 200 });
-			}
-			const poller = host({ startFrom: 'beginning', includeManifest: false });
-			await poller.activate();
-			while ((await poller.tick()).kind === 'emitted');
-			const late = await publish(undefined, undefined, false);
-			mine.push(late.id, ...(await ours(below - 50)));
-			await emu.control.publishBulk({ accountId: other.accountId, count: 50 });
-			while ((await poller.tick()).kind === 'emitted');
-			expect(emittedIds(poller.executions)).not.toContain(late.id);
-			await emu.control.commitPublication(late.id); // `below` ids under the newest
-			await poller.restart();
-			while ((await poller.tick()).kind === 'emitted');
-			expect(emittedIds(poller.executions)).toContain(late.id);
-			expectOncePerPublication(emittedIds(poller.executions), mine);
-			expect(storedBytes(poller.stored)).toBeLessThan(16 * 1024);
-		},
-	);
-
-	it('Start From "now" with overlap 1,000: the activation reads the whole overlap; a late commit 900 below is delivered', async () => {
+	it('overlap 1,000: a publication committed 900 ids below the newest, after a restart, is delivered once', async () => {
 		await emu.control.setRereadOverlap(1000);
-		await emu.control.publishBulk({ count: 1500 });
-		const late = await publish(undefined, undefined, false);
-		await emu.control.publishBulk({ count: 899 });
-		const poller = host({ startFrom: 'now', includeManifest: false });
+		const other = await emu.control.createAccount();
+		const mine: number[] = [];
+		for (let round = 0; round < 3; round++) {
+			mine.push(...(await ours(400)));
+			await emu.control.publishBulk({ accountId: other.accountId, count: 200 });
+		}
+		const poller = host({ startFrom: 'beginning', includeManifest: false });
 		await poller.activate();
-		await emu.control.commitPublication(late.id);
+		while ((await poller.tick()).kind === 'emitted');
+		const late = await publish(undefined, undefined, false);
+		mine.push(late.id, ...(await ours(900 - 50)));
+		await emu.control.publishBulk({ accountId: other.accountId, count: 50 });
+		while ((await poller.tick()).kind === 'emitted');
+		expect(emittedIds(poller.executions)).not.toContain(late.id);
+		await emu.control.commitPublication(late.id); // 900 ids under the newest
+		await poller.restart();
+		while ((await poller.tick()).kind === 'emitted');
+		expect(emittedIds(poller.executions)).toContain(late.id);
+		expectOncePerPublication(emittedIds(poller.executions), mine);
+		expect(storedBytes(poller.stored)).toBeLessThan(16 * 1024);
+	});
+
+	it('Start From "now" with overlap 1,000: the activation reads the whole overlap, page after page, as delivered', async () => {
+		await emu.control.setRereadOverlap(1000);
+		await emu.control.publishBulk({ count: 2400 });
+		const poller = host({ startFrom: 'now', includeManifest: false });
+		await emu.control.clearRequests();
+		await poller.activate();
+		const pages = await emu.control.requests({ route: 'listPublications' });
+		expect(pages.filter((r) => r.query.limit === '200').length).toBeGreaterThanOrEqual(5);
+		await emu.control.repeatPublication(2390); // listed again: the activation read it
 		const next = await publish();
 		await poller.tick();
-		expect(emittedIds(poller.executions)).toEqual([late.id, next.id]);
+		expect(emittedIds(poller.executions)).toEqual([next.id]);
 	});
 
 	it(`an overlap above ${MAX_OVERLAP} is refused: the poll fails saying so, delivers and stores nothing; nothing is lost after`, async () => {

@@ -5,7 +5,7 @@
  */
 import type { IDataObject } from 'n8n-workflow';
 
-import { STATE_VERSION } from '../../../nodes/ImagePack/shared/cursor';
+import { STATE_VERSION } from '../../../nodes/ImagePack/trigger/state';
 import { credentialReads } from '../../harness/n8n';
 import { emittedIds, ids, storedBytes, useTrigger } from './helpers';
 
@@ -75,17 +75,6 @@ describe('start from "now"', () => {
 		expect(emittedIds(poller.executions)).toEqual([a.id, b.id]);
 		expect((poller.executions[0][0].json.manifest as IDataObject).schemaVersion).toBe(3);
 		expect(await poller.tick()).toEqual({ kind: 'null' });
-	});
-
-	it('a publication that commits late inside the window after activation is still delivered', async () => {
-		await emu.control.publishBulk({ count: 100 });
-		const late = await publish(undefined, undefined, false);
-		await publish();
-		const poller = host({ startFrom: 'now', includeManifest: false });
-		await poller.activate();
-		await emu.control.commitPublication(late.id);
-		await poller.tick();
-		expect(emittedIds(poller.executions)).toEqual([late.id]);
 	});
 
 	it('an empty account: the first publication after activation is delivered', async () => {

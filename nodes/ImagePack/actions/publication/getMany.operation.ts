@@ -9,9 +9,8 @@ import { updateDisplayOptions } from 'n8n-workflow';
 import { imagePackError } from '../../shared/errors';
 import { eachItem, itemParameters } from '../../shared/execution';
 import { boundedNumber } from '../../shared/validate';
+import { DEFAULT_OVERLAP, PAGE_LIMIT, dedupeKey } from '../../shared/publications';
 import { type Connection, getConnection, listPublications } from '../../transport';
-
-export const MAX_PAGE_SIZE = 200;
 
 const sinceIdProperty: INodeProperties = {
 	displayName: 'Since ID',
@@ -19,15 +18,14 @@ const sinceIdProperty: INodeProperties = {
 	type: 'number',
 	typeOptions: { minValue: 0, numberPrecision: 0 },
 	default: 0,
-	description:
-		'Return only publications with an ID greater than this (0 = from the first one). Reading in parts? Start each part 50 below the last ID of the previous one (the API’s reread_overlap: a publication can become visible late, under a lower ID) and skip publications you already have (same pack ID and version), or use the Image Pack Trigger, which does both.',
+	description: `Return only publications with an ID greater than this (0 = from the first one). Reading in parts? Start each part ${DEFAULT_OVERLAP} below the last ID of the previous one (the API’s reread_overlap: a publication can become visible late, under a lower ID) and skip publications you already have (same pack ID and version), or use the Image Pack Trigger, which does both.`,
 };
 
 const limitProperty: INodeProperties = {
 	displayName: 'Limit',
 	name: 'limit',
 	type: 'number',
-	typeOptions: { minValue: 1, maxValue: MAX_PAGE_SIZE, numberPrecision: 0 },
+	typeOptions: { minValue: 1, maxValue: PAGE_LIMIT, numberPrecision: 0 },
 	default: 50,
 	description: 'Max number of results to return',
 	displayOptions: { show: { returnAll: [false] } },
@@ -77,7 +75,7 @@ function onePerPublication(records: IDataObject[]): IDataObject[] {
 	return records.filter((record) => {
 		const { pack_id: packId, version } = record;
 		if (typeof packId !== 'string' || typeof version !== 'number') return true; // no key to go by
-		const key = JSON.stringify([packId, version]);
+		const key = dedupeKey(packId, version);
 		if (seen.has(key)) return false;
 		seen.add(key);
 		return true;
@@ -100,12 +98,11 @@ async function listRecords(
 	const byId = new Map<number, IDataObject>(); // records as the server sent them
 	let cursor = sinceId;
 	let pages = 0;
-	let overlap = 50; // the documented reread_overlap, until an answer says otherwise
+	let overlap = DEFAULT_OVERLAP; // until an answer announces one
 	// Within one call the pages follow next_since_id directly: re-reading the overlap only matters
 	// across calls, and the trigger does that.
 	for (;;) {
-		const pageSize =
-			limit === undefined ? MAX_PAGE_SIZE : Math.min(MAX_PAGE_SIZE, limit - byId.size);
+		const pageSize = limit === undefined ? PAGE_LIMIT : Math.min(PAGE_LIMIT, limit - byId.size);
 		const { body } = await listPublications(
 			ctx,
 			connection,

@@ -1,24 +1,12 @@
 /**
- * The trigger's stored state and its encoding, as a pure module (no n8n, no HTTP). How a poll uses
- * and advances it is in cursor.ts.
- *
- * Stored in the workflow's static data, so it is kept small and dense:
- *   - `start`: ids at or below it are never read again (every request asks for ids above it).
- *   - `cursor`: the highest id any answer ever held; the server's newest id is at least this.
- *   - `overlap`: the re-read overlap in effect (as the server last announced it).
- *   - `handled`: the ids above `start` that were read and dealt with (delivered, or recognised as a
- *     publication delivered before), run-length encoded. A re-read id found here is skipped without
- *     looking at its key; an id above `start` that is not here is either not ours, not visible yet
- *     (a late commit) or not read yet.
- *   - `delivered`: the keys `(pack_id, version)` of the last MEMORY_KEYS publications delivered, as
- *     fixed-width hashes, oldest first, so a publication listed again under a new id is recognised.
- * At the documented overlap (50) the state is about 9.5 KiB at most: the key memory (9 KB when full)
- * plus a few hundred characters of runs.
+ * The trigger's stored state and its encoding, as a pure module (no n8n, no HTTP): how a poll uses
+ * and advances it is in cursor.ts. It lives in the workflow's static data, so it is small and dense:
+ * at the documented overlap (50) about 9.5 KiB at most, the key memory (9 KB when full) plus a few
+ * hundred characters of runs. Only this form (version 3) is read; anything else starts afresh.
  */
+import { DEFAULT_OVERLAP, dedupeKey, isSafeId } from '../shared/publications';
 
 export const STATE_VERSION = 3;
-/** The documented reread_overlap; used until a response says otherwise. */
-export const DEFAULT_OVERLAP = 50;
 /**
  * The largest reread_overlap honoured (100× the documented 50). A poll re-reads about that many ids,
  * which costs a request per 200 of the account's publications among them, and the state holds their
@@ -41,18 +29,21 @@ export interface CursorState {
 	cursor: number;
 	/** The re-read overlap in effect (the last one announced). */
 	overlap: number;
-	/** Ids above `start` read and dealt with, as runs (see encodeRuns). */
+	/**
+	 * Ids above `start` read and dealt with (delivered, or recognised as a publication delivered
+	 * before), as runs (see encodeRuns): a re-read id found here is skipped without looking at its key.
+	 */
 	handled: string;
-	/** Hashes of the last MEMORY_KEYS delivered keys, oldest first, joined. */
+	/** keyToken of the last MEMORY_KEYS delivered publications, oldest first, joined. */
 	delivered: string;
 	/** Bumped on every change, so two overlapping polls can tell that the other one committed. */
 	rev: number;
 }
 
 /** cyrb53: a fast 53-bit string hash (public domain), enough to tell keys apart. */
-export function hash53Number(text: string, seed = 0): number {
-	let h1 = 0xdeadbeef ^ seed;
-	let h2 = 0x41c6ce57 ^ seed;
+function hash53(text: string): number {
+	let h1 = 0xdeadbeef;
+	let h2 = 0x41c6ce57;
 	for (let i = 0; i < text.length; i++) {
 		const ch = text.charCodeAt(i);
 		h1 = Math.imul(h1 ^ ch, 2654435761);
@@ -63,8 +54,13 @@ export function hash53Number(text: string, seed = 0): number {
 	return 4294967296 * (2097151 & h2) + (h1 >>> 0);
 }
 
-export function hash53(text: string, seed = 0): string {
-	return hash53Number(text, seed).toString(36);
+/**
+ * What a state is built for: the start option (and id) and the server. A state built for another
+ * key is not read, so changing Start From, Start ID or the credential's server starts afresh.
+ */
+export function queryKey(startFrom: string, startId: number, baseUrl: string): string {
+	const from = startFrom === 'id' ? `id:${startId}` : startFrom;
+	return `${from}|${hash53(baseUrl.toLowerCase()).toString(36)}`;
 }
 
 /** 64 characters that need no escaping in JSON. */
@@ -81,9 +77,9 @@ function token(hash: number): string {
 	return text;
 }
 
-/** The dedupe key of a publication, `(pack_id, version)` as the API's `dedupe_by` says, hashed. */
-export function dedupeKey(packId: string, version: number): string {
-	return token(hash53Number(`${packId}@${version}`));
+/** How the state remembers a publication: its dedupe key `(pack_id, version)`, hashed. */
+export function keyToken(packId: string, version: number): string {
+	return token(hash53(dedupeKey(packId, version)));
 }
 
 /**
@@ -165,77 +161,25 @@ export function initialState(queryKey: string, startId: number): CursorState {
 	};
 }
 
-export function isSafeId(value: unknown): value is number {
-	return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
-}
-
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
 	return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/**
- * A version 1 dedupe key (`pack@version`, or `#` + base36 hash53 of it when longer than 24
- * characters) as today's hash: the same hash function of the same text, so nothing is lost.
- */
-function migrateKey(key: string): string {
-	const hashed = key.startsWith('#') && !key.includes('@');
-	return token(hashed ? parseInt(key.slice(1), 36) : hash53Number(key));
 }
 
 const isTokens = (text: unknown): text is string =>
 	typeof text === 'string' && text.length % TOKEN_LENGTH === 0 && /^[\w-]*$/.test(text);
 
 /**
- * A state saved by an earlier release (version 1: `seen`, plain keys; version 2: `window` of key
- * hashes, `delivered` memory) as today's: the same start; the window's ids count as handled and its
- * keys join the memory (ordered by id), so nothing is delivered again and nothing is skipped.
- */
-function migrate(raw: Record<string, unknown>): { handled: string; delivered: string } | undefined {
-	const v1 = raw.v === 1;
-	const entries = v1 ? raw.seen : raw.window;
-	const memory = v1 ? '' : raw.delivered;
-	if (!isPlainObject(entries) || !isTokens(memory)) return undefined;
-	const start = raw.start as number;
-	const window: Array<[string, number]> = [];
-	for (const [key, id] of Object.entries(entries)) {
-		if (!isSafeId(id)) return undefined;
-		window.push([v1 ? migrateKey(key) : key, id]);
-	}
-	window.sort((a, b) => a[1] - b[1]);
-	const tokens = memory + window.map(([key]) => key).join('');
-	return {
-		handled: encodeRuns(
-			start,
-			window.map(([, id]) => id),
-		),
-		delivered: tokens.slice(-MEMORY_KEYS * TOKEN_LENGTH),
-	};
-}
-
-/**
  * Reads the state from static data. Returns undefined when there is none, when it was built for
- * another query (the start option changed), or when it is damaged, so the caller starts afresh.
- * States of earlier releases are migrated (see migrate).
+ * another query (the start option changed), or when it is not this version or damaged, so the caller
+ * starts afresh.
  */
 export function readState(raw: unknown, queryKey: string): CursorState | undefined {
-	if (!isPlainObject(raw) || raw.queryKey !== queryKey) return undefined;
-	const { start, cursor, overlap, rev } = raw;
+	if (!isPlainObject(raw) || raw.queryKey !== queryKey || raw.v !== STATE_VERSION) return undefined;
+	const { start, cursor, overlap, rev, handled, delivered } = raw;
 	if (!isSafeId(start) || !isSafeId(cursor) || cursor < start) return undefined;
 	if (!isSafeId(overlap) || !isSafeId(rev)) return undefined;
-	let handled: string;
-	let delivered: string;
-	if (raw.v === 1 || raw.v === 2) {
-		const migrated = migrate(raw);
-		if (!migrated) return undefined;
-		({ handled, delivered } = migrated);
-	} else if (raw.v === STATE_VERSION) {
-		if (typeof raw.handled !== 'string' || !decodeRuns(start, raw.handled)) return undefined;
-		if (!isTokens(raw.delivered)) return undefined;
-		handled = raw.handled;
-		delivered = raw.delivered.slice(-MEMORY_KEYS * TOKEN_LENGTH);
-	} else {
-		return undefined;
-	}
+	if (typeof handled !== 'string' || !decodeRuns(start, handled)) return undefined;
+	if (!isTokens(delivered)) return undefined;
 	return {
 		v: STATE_VERSION,
 		queryKey,
@@ -243,7 +187,7 @@ export function readState(raw: unknown, queryKey: string): CursorState | undefin
 		cursor,
 		overlap: Math.min(overlap, MAX_OVERLAP),
 		handled,
-		delivered,
+		delivered: delivered.slice(-MEMORY_KEYS * TOKEN_LENGTH),
 		rev,
 	};
 }

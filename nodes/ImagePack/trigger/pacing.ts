@@ -1,39 +1,27 @@
 /**
- * How the trigger lives with n8n's poll schedulers (checked in n8n 2.41.1; docs/polling.md has the
- * whole story):
+ * When a poll may run and for how long: its turn and its times (docs/polling.md has the whole story).
  *
- * - Legacy scheduler (the default): one long-lived Workflow per active workflow; every poll time
- *   fires a poll whether or not the previous one is still running. Each timed poll acquires the
- *   workflow's expression engine and releases it when it ends, and the release is not counted: a
- *   poll that ends while an earlier one is still running takes the engine away from it, and the
- *   earlier poll's next expression evaluation fails ("No bridge acquired for this context"). The
- *   trigger reads its parameters at the start and its credential needs no expression, so its
- *   requests do not depend on the engine.
- * - Durable scheduler (N8N_POLLER_DURABLE_CURSORS_ENABLED and friends): every poll gets its own
- *   Workflow and its own copy of the stored cursor, committed together with the execution it starts
- *   and fenced by the poll task's lease, not by the cursor's value. A poll interrupted by a restart is
- *   retried with the cursor it started from, possibly beside the next scheduled poll.
- *
- * So two polls of one trigger can run at once in one process under both schedulers, each with its own
- * or with a shared state object. The guard here serialises them by what identifies the trigger
- * (workflow, node, query), not by the state object: a poll that finds another one running waits for it
- * to end and then skips its turn (it must not end first, see above). And a poll whose state copy is
- * older than what this process last delivered skips too, until n8n has committed that delivery.
- * Nothing here can see a poll running in another process (several mains).
+ * Two polls of one trigger can run at once in one process under both of n8n's schedulers (legacy: a
+ * poll time fires whether or not the previous poll still runs; durable: a poll per task, each with
+ * its own copy of the stored cursor). The turn serialises them by what identifies the trigger, not by
+ * the state object: a poll that finds another one running waits for it to end, then skips (on the
+ * legacy scheduler a poll that ends first takes the running one's expression engine away). A poll
+ * whose state copy is older than what this process last delivered skips until n8n has committed that
+ * delivery. Nothing here sees a poll of another process (several mains).
  */
+import type { IPollFunctions } from 'n8n-workflow';
 import { sleep } from 'n8n-workflow';
 
 /** How long a delivery may take to show up in the state n8n hands the next poll. */
 export const COMMIT_GRACE_MS = 2 * 60_000;
 /** A poll still running this long after its deadline is taken to be lost; its result is discarded. */
-export const STALE_AFTER_MS = 10 * 60_000;
+const STALE_AFTER_MS = 10 * 60_000;
 /** How often a waiting poll looks whether the running one has ended. */
 const WAIT_STEP_MS = 200;
 /** Registry size above which expired entries are swept. */
 const SWEEP_ABOVE = 256;
 
 interface Running {
-	token: symbol;
 	/** Set when the poll ends (returned or threw). */
 	ended: boolean;
 	staleAt: number;
@@ -90,7 +78,6 @@ export async function takeTurn(
 	if (last) delivered.delete(key);
 
 	const mine: Running = {
-		token: Symbol(key),
 		ended: false,
 		staleAt: (Number.isFinite(deadline) ? deadline : now + STALE_AFTER_MS) + STALE_AFTER_MS,
 	};
@@ -107,14 +94,8 @@ export async function takeTurn(
 	};
 }
 
-/** Forgets every turn and delivery (tests: a fresh process). */
-export function resetPollTurns(): void {
-	running.clear();
-	delivered.clear();
-}
-
 /** One entry of n8n's Poll Times parameter. */
-export interface PollTimeItem {
+interface PollTimeItem {
 	mode?: string;
 	cronExpression?: string;
 	[field: string]: unknown;
@@ -144,7 +125,7 @@ function cronSeconds(expression: string): number[] | undefined {
  * (every minute, every hour …) cannot be told apart from here: then one minute is assumed and the poll
  * guard covers a poll time that fires sooner.
  */
-export function shortestPollGapMs(items: PollTimeItem[] | undefined): number {
+function shortestPollGapMs(items: PollTimeItem[] | undefined): number {
 	if (!items || items.length < 2) return MINUTE_MS;
 	const seconds = new Set<number>();
 	for (const item of items) {
@@ -162,4 +143,35 @@ export function shortestPollGapMs(items: PollTimeItem[] | undefined): number {
 		if (next !== sorted[index]) gap = Math.min(gap, next - sorted[index]);
 	}
 	return gap * 1000;
+}
+
+/** When a poll stops starting requests, and when every request and wait of it ends. */
+export interface PollTimes {
+	stopAt: number;
+	deadline: number;
+}
+
+/** No limit: Fetch Test Event, which n8n runs outside the poll schedule. */
+export const UNBOUNDED: PollTimes = {
+	stopAt: Number.POSITIVE_INFINITY,
+	deadline: Number.POSITIVE_INFINITY,
+};
+
+/**
+ * A poll's times: within n8n's poll budget (durable scheduler: about 36 s) and before the next poll
+ * time can fire (legacy scheduler: a poll time firing during a poll disturbs it, see above). It stops
+ * starting requests at 80 % of that and cuts what is still running at 95 %, leaving the rest for the
+ * hand-off to n8n.
+ */
+export function pollTimes(ctx: IPollFunctions): PollTimes {
+	const host = ctx as { getPollBudgetMs?: unknown };
+	let budget = Number.POSITIVE_INFINITY;
+	if (typeof host.getPollBudgetMs === 'function') {
+		const value: unknown = (host.getPollBudgetMs as () => unknown).call(ctx);
+		if (typeof value === 'number' && Number.isFinite(value) && value > 0) budget = value;
+	}
+	const pollTimesParameter = ctx.getNodeParameter('pollTimes', {}) as { item?: PollTimeItem[] };
+	const window = Math.min(budget, shortestPollGapMs(pollTimesParameter.item));
+	const now = Date.now();
+	return { stopAt: now + window * 0.8, deadline: now + window * 0.95 };
 }

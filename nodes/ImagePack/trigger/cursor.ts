@@ -1,90 +1,44 @@
 /**
- * How the Image Pack Trigger reads the publication list, as a pure module: no n8n, no HTTP. The
- * stored state and its encoding are in cursorState.ts.
+ * How the trigger reads the publication list, as a pure module (no n8n, no HTTP); the stored state
+ * is in state.ts. The API's pulling contract: remember `next_since_id`, start the next round at
+ * `next_since_id - reread_overlap`, deduplicate by `(pack_id, version)`. Ids come from one sequence
+ * for all accounts: a smaller id may become visible after a bigger one, but only above
+ * `newest visible id - reread_overlap` when it commits. One publication may be listed under two ids.
  *
- * The API's incremental pulling contract (§4.2): remember `next_since_id`, start the next round at
- * `next_since_id - reread_overlap`, deduplicate by `(pack_id, version)`. Ids come from one database
- * sequence for all accounts, so a publication with a smaller id may become visible after a bigger
- * one, but (the contract's promise) only above `newest visible id - reread_overlap` at the moment it
- * commits. One publication may also be listed under more than one id.
+ *   run = startPoll(state)           first request: since_id = run.nextSince
+ *   next = addPage(run, page)        repeat while `next` is a number (a full page) and wanted
+ *   state' = finishPoll(run, count)  `count` = how many of run.fresh were delivered
  *
- * How a poll uses this module:
- *   run = startPoll(state)                first request: since_id = run.nextSince
- *   { fresh, next } = addPage(run, page)  repeat while `next` is a number (a full page) and wanted
- *   state' = finishPoll(run, emitted)     `emitted` = how many of the fresh records were delivered
- *
- * Where the next poll starts. Pages inside one poll follow `next_since_id` directly (a full page is
- * history, not the head), which keeps a catch-up at one request per 200 records. An id that was not
- * in the answer covering it may still commit late, unless the server's newest id was already more
- * than `overlap` above it: then the contract says it never will. So after every poll, the ids up to
- * (newest id known when their page was read) - overlap are settled, and the next poll starts at the
- * first id that is not, skipping by id (`handled`) what it already dealt with above it. The newest
- * id known is the highest id any earlier answer held, or one the next page of the same poll held
- * unless it could have committed in the milliseconds between the two requests (BURST). So the
- * whole overlap the server announces is re-read, however large (up to MAX_OVERLAP), and a backlog
- * is still read once, page after page.
- *
- * LIMITS (accepted, documented in the README):
- *   - A late commit must land within `overlap` ids of the newest id visible when it commits (the
- *     contract's promise). One landing further below is never returned by the API again.
- *   - A publication still pending when its page was read, committing in the milliseconds before the
- *     next page of the same poll is answered, is missed if more than BURST publications of the same
- *     account commit in those milliseconds too.
- *   - Delivered keys are remembered (MEMORY_KEYS): a publication listed again under a new id after
- *     more than MEMORY_KEYS later deliveries is delivered again.
- *   - Keys are 53-bit hashes: two different publications with the same hash (about 1 in 10^13 per
- *     publication with a full memory) would make the second look delivered.
+ * Pages of one poll follow `next_since_id` directly (a catch-up costs a request per 200 records);
+ * the next poll starts below the first id that may still commit late (nextStart), so the whole
+ * announced overlap is re-read, and skips by id what it already dealt with (`handled`). Details and
+ * limits: docs/polling.md#the-cursor-in-detail.
  */
 import {
 	DEFAULT_OVERLAP,
+	PAGE_LIMIT,
+	isSafeId,
+	type ListPage,
+	type PublicationRecord,
+} from '../shared/publications';
+import {
 	MAX_OVERLAP,
 	MEMORY_KEYS,
 	TOKEN_LENGTH,
 	type CursorState,
 	decodeRuns,
-	dedupeKey,
 	encodeRuns,
 	initialState,
 	isPlainObject,
-	isSafeId,
+	keyToken,
 	sameState,
-} from './cursorState';
+} from './state';
 
-export {
-	DEFAULT_OVERLAP,
-	MAX_OVERLAP,
-	MEMORY_KEYS,
-	STATE_VERSION,
-	TOKEN_LENGTH,
-	type CursorState,
-	dedupeKey,
-	hash53,
-	initialState,
-	readState,
-	sameState,
-} from './cursorState';
-export { MAX_SEARCH_PROBES, NewestSearchError, findNewest } from './findNewest';
-
-/** Page size asked for: the API's maximum. */
-export const PAGE_LIMIT = 200;
 /**
  * Publications of one account that may commit between two list requests of one poll (milliseconds
- * apart) without the cursor missing a late commit among them (see LIMITS).
+ * apart) without the cursor missing a late commit among them (docs/polling.md#limits).
  */
 export const BURST = 150;
-
-export interface PublicationRecord {
-	id: number;
-	pack_id: string;
-	version: number;
-	[field: string]: unknown;
-}
-
-export interface ListPage {
-	items: PublicationRecord[];
-	next_since_id: number;
-	reread_overlap?: number;
-}
 
 /** The server announced a re-read overlap above MAX_OVERLAP: nothing is delivered, nothing skipped. */
 export class OverlapTooLargeError extends Error {
@@ -96,7 +50,7 @@ export class OverlapTooLargeError extends Error {
 }
 
 /** The overlap a list answer announces (or `fallback`); above MAX_OVERLAP it throws. */
-export function announcedOverlap(value: unknown, fallback: number): number {
+function announcedOverlap(value: unknown, fallback: number): number {
 	if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) return fallback;
 	const overlap = Math.floor(value);
 	if (overlap > MAX_OVERLAP) throw new OverlapTooLargeError(overlap);
@@ -167,29 +121,23 @@ function validItems(since: number, page: ListPage): PublicationRecord[] {
 }
 
 /**
- * Adds the answer to the request `since_id = run.nextSince, limit` to the run. Returns the records
- * of this page not delivered before (ascending id) and, when the page was full, the since_id to
- * follow (also in `run.nextSince`). Throws OverlapTooLargeError before using an answer that
- * announces an overlap above MAX_OVERLAP.
+ * Adds the answer to the request `since_id = run.nextSince, limit` to the run (its records not
+ * delivered before join `run.fresh`). Returns the since_id to follow when the page was full (also in
+ * `run.nextSince`), else null. Throws OverlapTooLargeError before using an answer that announces an
+ * overlap above MAX_OVERLAP.
  */
-export function addPage(
-	run: PollRun,
-	page: ListPage,
-	limit = PAGE_LIMIT,
-): { fresh: PublicationRecord[]; next: number | null } {
+export function addPage(run: PollRun, page: ListPage, limit = PAGE_LIMIT): number | null {
 	const overlap = announcedOverlap(page.reread_overlap, -1);
 	if (overlap >= 0) run.overlap = Math.max(run.overlap ?? 0, overlap);
 	const since = run.nextSince;
 	const items = validItems(since, page);
-	const fresh: PublicationRecord[] = [];
 	for (const item of items) {
 		if (item.id <= run.base.start || run.handled.has(item.id)) continue;
-		const key = dedupeKey(item.pack_id, item.version);
+		const key = keyToken(item.pack_id, item.version);
 		if (run.remembered.has(key) || run.freshKeySet.has(key)) {
 			run.repeats.push(item.id);
 			continue;
 		}
-		fresh.push(item);
 		run.fresh.push(item);
 		run.freshKeys.push(key);
 		run.freshKeySet.add(key);
@@ -200,19 +148,16 @@ export function addPage(
 	const witness = items.length > BURST ? items[items.length - 1 - BURST].id : since;
 	run.pages.push({ since, end, top: Math.max(previousTop, lastId), witness });
 	const full = Array.isArray(page.items) && page.items.length >= limit;
-	const next = full && end > since ? end : null;
 	run.nextSince = end;
-	return { fresh, next };
-}
-
-/** All records of the run not delivered before, ascending id (what addPage returned, in order). */
-export function freshRecords(run: PollRun): PublicationRecord[] {
-	return [...run.fresh];
+	return full && end > since ? end : null;
 }
 
 /**
  * Where the next poll starts after reading the run's pages up to `readTo`: below the first id that
- * may still appear (see the module comment), never below the state's start.
+ * may still appear, never below the state's start. An id not in the answer covering it can still
+ * commit late unless the newest id known when its page was read was more than `overlap` above it:
+ * the highest id of earlier answers, of this page, or of the next page unless that one could have
+ * committed in the milliseconds between the two requests (BURST).
  */
 function nextStart(run: PollRun, kept: number, readTo: number, overlap: number): number {
 	for (let at = 0; at < kept; at++) {
@@ -281,17 +226,4 @@ export function startBaseline(queryKey: string, since: number, head: number): Po
 
 export function finishBaseline(run: PollRun): CursorState {
 	return { ...finishPoll(run), rev: 0 };
-}
-
-/** The baseline state from the answers to its requests (tests, and the one-page case). */
-export function baselineState(
-	queryKey: string,
-	since: number,
-	pages: ListPage | ListPage[],
-	limit = PAGE_LIMIT,
-	head = since,
-): CursorState {
-	const run = startBaseline(queryKey, since, head);
-	for (const page of Array.isArray(pages) ? pages : [pages]) addPage(run, page, limit);
-	return finishBaseline(run);
 }

@@ -1,26 +1,26 @@
 /**
- * The trigger's cursor module: plain cases, the "now" baseline and the re-read overlap the server
- * announces, honoured in full. One publication under two ids: cursor-repeats.test.ts; seeded
- * randomized runs against the model of the API: cursor-random.test.ts.
+ * The trigger's cursor: plain cases, the "now" baseline and the re-read overlap the server announces,
+ * honoured in full, late commits included. One publication under two ids: cursor-repeats.test.ts;
+ * seeded randomized runs against the model of the API: cursor-random.soak.test.ts.
  */
 import {
-	BURST,
 	DEFAULT_OVERLAP,
-	MAX_OVERLAP,
-	OverlapTooLargeError,
 	PAGE_LIMIT,
+	type ListPage,
+} from '../../../nodes/ImagePack/shared/publications';
+import {
+	BURST,
+	OverlapTooLargeError,
 	addPage,
 	baselineSince,
-	baselineState,
 	finishPoll,
-	initialState,
 	startPoll,
-	type ListPage,
-} from '../../nodes/ImagePack/shared/cursor';
+} from '../../../nodes/ImagePack/trigger/cursor';
+import { MAX_OVERLAP, initialState } from '../../../nodes/ImagePack/trigger/state';
 import {
 	Model,
+	baselineState,
 	exactlyOnceProblems,
-	expectExactlyOnce,
 	newDriver,
 	poll,
 	readPages,
@@ -73,10 +73,9 @@ describe('one poll, plain inputs', () => {
 
 	it('follows next_since_id on a full page; a page is settled once ids `overlap` above it are known to have been visible', () => {
 		const run = startPoll(initialState('q', 0));
-		const step = addPage(run, page(evens(2, 400)));
-		expect(step.next).toBe(400);
+		expect(addPage(run, page(evens(2, 400)))).toBe(400);
 		expect(run.nextSince).toBe(400);
-		expect(addPage(run, page(evens(402, 798))).next).toBeNull();
+		expect(addPage(run, page(evens(402, 798)))).toBeNull();
 		// Page 2 holds more than BURST ids: those below its newest BURST were visible before page 1
 		// was answered, so page 1 is settled; of page 2, what is within the overlap of 798 is not.
 		expect(finishPoll(run)).toMatchObject({ start: 748, cursor: 798 });
@@ -106,24 +105,14 @@ describe('one poll, plain inputs', () => {
 	});
 
 	it('a next_since_id that does not advance on a full page stops the poll', () => {
-		const step = addPage(
+		const next = addPage(
 			startPoll(initialState('q', 0)),
 			{ items: [rec(1), rec(2)], next_since_id: 0 },
 			2,
 		);
-		expect(step.next).toBe(2);
+		expect(next).toBe(2);
 		const stuck = readPages(initialState('q', 5), [{ items: [], next_since_id: 1 }], 0);
 		expect(stuck.next).toBeNull();
-	});
-
-	it('same (pack_id, version) under two ids is delivered once', () => {
-		const step = readPages(initialState('q', 0), [
-			{
-				items: [rec(1, 'pk_a', 1), rec(2, 'pk_a', 1), rec(3, 'pk_a', 2)],
-				next_since_id: 3,
-			},
-		]);
-		expect(step.fresh.map((r) => r.id)).toEqual([1, 3]);
 	});
 
 	it('uses the overlap the API announces, up to MAX_OVERLAP; above it, refuses the answer', () => {
@@ -167,22 +156,7 @@ describe('one poll, plain inputs', () => {
 });
 
 describe('baseline for "now"', () => {
-	it('treats what is there as delivered and catches late commits inside the overlap', () => {
-		const model = new Model();
-		for (let i = 0; i < 120; i++) model.commit(model.allocate('a'));
-		const late = model.allocate('a');
-		model.commit(model.allocate('a'));
-		const head = model.maxVisible;
-		const since = baselineSince(head);
-		const state = baselineState('now', since, model.list('a', since, PAGE_LIMIT), PAGE_LIMIT, head);
-		const driver = newDriver(state);
-		expect(poll(model, 'a', driver)).toEqual([]);
-		model.commit(late);
-		model.commit(model.allocate('a'));
-		expect(poll(model, 'a', driver).map((r) => r.id)).toEqual([late, head + 1]);
-	});
-
-	it('an overlap above one page is read page after page', () => {
+	it('treats the overlap below the newest id as delivered, page after page; a late commit inside it is delivered', () => {
 		const model = new Model(1000);
 		for (let i = 0; i < 1500; i++) model.commit(model.allocate(i % 3 ? 'a' : 'b'));
 		const late = model.allocate('a');
@@ -200,7 +174,8 @@ describe('baseline for "now"', () => {
 		const driver = newDriver(baselineState('now', since, pages, PAGE_LIMIT, head));
 		expect(poll(model, 'a', driver)).toEqual([]);
 		model.commit(late); // 900 ids below the head
-		expect(poll(model, 'a', driver).map((r) => r.id)).toEqual([late]);
+		model.commit(model.allocate('a'));
+		expect(poll(model, 'a', driver).map((r) => r.id)).toEqual([late, head + 1]);
 	});
 });
 
@@ -210,7 +185,7 @@ describe('the re-read overlap the server announces, in full', () => {
 		'every third id another account': (i: number) => (i % 3 ? 'a' : 'b'),
 	};
 	it.each([100, 400, 1000, MAX_OVERLAP])(
-		'overlap %i: late commits up to the whole overlap below the head are delivered; Max per Poll, restarts',
+		'overlap %i: late commits up to the whole overlap below the head are delivered, polled while pending; Max per Poll, restarts',
 		(overlap) => {
 			for (const [layout, owner] of Object.entries(layouts))
 				for (const below of [Math.floor(overlap * 0.75), overlap - 1])
@@ -228,7 +203,11 @@ describe('the re-read overlap the server announces, in full', () => {
 						for (let i = 0; i < overlap + 300; i++) model.commit(model.allocate(owner(i)));
 						drain();
 						const late = model.allocate('a');
-						for (let i = 0; i < below; i++) model.commit(model.allocate(owner(i)));
+						for (let i = 0; i < below; i++) {
+							model.commit(model.allocate(owner(i)));
+							// polled every few publications while the late one is pending
+							if (i % Math.ceil(overlap / 16) === 0) poll(model, 'a', driver, 50, maxPerPoll);
+						}
 						drain();
 						const before = driver.emitted.length;
 						model.commit(late); // `below` ids under the newest
@@ -242,19 +221,4 @@ describe('the re-read overlap the server announces, in full', () => {
 					}
 		},
 	);
-
-	it('overlap 400, a publication committed 300 ids below the head, polled every few publications', () => {
-		const model = new Model(400);
-		const driver = newDriver();
-		for (let i = 0; i < 1000; i++) model.commit(model.allocate('a'));
-		const late = model.allocate('a');
-		for (let i = 0; i < 300; i++) {
-			model.commit(model.allocate(i % 2 ? 'a' : 'b'));
-			if (i % 7 === 0) poll(model, 'a', driver, 50, 100);
-		}
-		model.commit(late);
-		for (let i = 0; i < 50; i++) poll(model, 'a', driver, 50, 100);
-		expect(driver.emitted.map((r) => r.id)).toContain(late);
-		expectExactlyOnce(model, 'a', driver);
-	});
 });

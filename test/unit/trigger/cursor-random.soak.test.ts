@@ -3,20 +3,17 @@
  * several accounts, out-of-order commits within the announced overlap, publications listed twice),
  * catch-up costs and the size of the stored state.
  */
+import { DEFAULT_OVERLAP, PAGE_LIMIT } from '../../../nodes/ImagePack/shared/publications';
+import { addPage, finishPoll, startPoll } from '../../../nodes/ImagePack/trigger/cursor';
 import {
-	DEFAULT_OVERLAP,
 	MAX_OVERLAP,
 	MEMORY_KEYS,
-	PAGE_LIMIT,
 	TOKEN_LENGTH,
-	addPage,
-	finishPoll,
-	hash53,
-	initialState,
-	startPoll,
 	type CursorState,
-} from '../../nodes/ImagePack/shared/cursor';
-import { mulberry32 } from '../harness/polling';
+	initialState,
+	queryKey,
+} from '../../../nodes/ImagePack/trigger/state';
+import { mulberry32 } from '../../harness/polling';
 import { Model, expectExactlyOnce, newDriver, poll, rec, restart, size } from './cursorModel';
 
 describe('randomized runs against the API model (seeded)', () => {
@@ -141,7 +138,7 @@ describe('randomized runs against the API model (seeded)', () => {
 	 */
 	function worstState(overlap: number, stride: number, maxPerPoll?: number): CursorState {
 		const base = Number.MAX_SAFE_INTEGER - 100_000_000;
-		let state = initialState(`id:${base}|${hash53('https://api.example.com')}`, base);
+		let state = initialState(queryKey('id', base, 'https://api.example.com'), base);
 		for (let polls = 0; polls < 10; polls++) {
 			const run = startPoll(state);
 			for (let pages = 0; pages < 6; pages++) {

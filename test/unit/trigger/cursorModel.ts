@@ -6,17 +6,22 @@
 import {
 	DEFAULT_OVERLAP,
 	PAGE_LIMIT,
-	addPage,
-	finishPoll,
-	freshRecords,
-	initialState,
-	readState,
-	startPoll,
-	type CursorState,
 	type ListPage,
 	type PublicationRecord,
-} from '../../nodes/ImagePack/shared/cursor';
-import { decodeRuns } from '../../nodes/ImagePack/shared/cursorState';
+} from '../../../nodes/ImagePack/shared/publications';
+import {
+	addPage,
+	finishBaseline,
+	finishPoll,
+	startBaseline,
+	startPoll,
+} from '../../../nodes/ImagePack/trigger/cursor';
+import {
+	type CursorState,
+	decodeRuns,
+	initialState,
+	readState,
+} from '../../../nodes/ImagePack/trigger/state';
 
 export function upperBound(list: PublicationRecord[], id: number): number {
 	let lo = 0;
@@ -148,10 +153,10 @@ export function poll(
 	const run = startPoll(driver.state);
 	for (let pages = 0; pages < maxPages; pages++) {
 		if (pages > 0) between?.();
-		if (addPage(run, model.list(account, run.nextSince, pageLimit), pageLimit).next === null) break;
+		if (addPage(run, model.list(account, run.nextSince, pageLimit), pageLimit) === null) break;
 		if (emitLimit !== undefined && run.fresh.length >= emitLimit) break; // Max Publications per Poll
 	}
-	const fresh = freshRecords(run);
+	const fresh = run.fresh;
 	const count = emitLimit === undefined ? fresh.length : Math.min(emitLimit, fresh.length);
 	driver.state = finishPoll(run, count);
 	const batch = fresh.slice(0, count);
@@ -198,14 +203,22 @@ export function expectExactlyOnce(model: Model, account: string, driver: Driver)
 /** One poll over `pages`, each the answer to the run's next request: the run and what was fresh. */
 export function readPages(state: CursorState, pages: ListPage[], limit = PAGE_LIMIT) {
 	const run = startPoll(state);
-	const fresh: PublicationRecord[] = [];
 	let next: number | null = null;
-	for (const page of pages) {
-		const step = addPage(run, page, limit);
-		fresh.push(...step.fresh);
-		next = step.next;
-	}
-	return { run, fresh, next };
+	for (const page of pages) next = addPage(run, page, limit);
+	return { run, fresh: run.fresh, next };
+}
+
+/** The "now" baseline's state from the answers to its requests, as the trigger reads them. */
+export function baselineState(
+	queryKey: string,
+	since: number,
+	pages: ListPage | ListPage[],
+	limit = PAGE_LIMIT,
+	head = since,
+): CursorState {
+	const run = startBaseline(queryKey, since, head);
+	for (const page of Array.isArray(pages) ? pages : [pages]) addPage(run, page, limit);
+	return finishBaseline(run);
 }
 
 export const size = (state: CursorState) => Buffer.byteLength(JSON.stringify(state));

@@ -3,19 +3,17 @@
  * (pack_id, version)): at every distance, late either way, across pages, cuts and restarts, and the
  * bounded memory of delivered publications.
  */
+import { PAGE_LIMIT } from '../../../nodes/ImagePack/shared/publications';
 import {
-	MEMORY_KEYS,
 	addPage,
 	baselineSince,
-	baselineState,
 	finishPoll,
-	freshRecords,
-	initialState,
-	PAGE_LIMIT,
 	startPoll,
-} from '../../nodes/ImagePack/shared/cursor';
+} from '../../../nodes/ImagePack/trigger/cursor';
+import { MEMORY_KEYS, initialState } from '../../../nodes/ImagePack/trigger/state';
 import {
 	Model,
+	baselineState,
 	exactlyOnceProblems,
 	expectExactlyOnce,
 	keyOf,
@@ -172,7 +170,7 @@ describe('the memory of delivered publications', () => {
 			const items = page.map((k) => rec(++id, `pk_${k}`));
 			addPage(run, { items, next_since_id: id });
 		}
-		expect(freshRecords(run).map((r) => r.pack_id)).toEqual([
+		expect(run.fresh.map((r) => r.pack_id)).toEqual([
 			...keys(1, 400).map((k) => `pk_${k}`),
 			'pk_0',
 		]);

@@ -1,0 +1,218 @@
+/**
+ * One poll of the Image Pack Trigger: Fetch Test Event, the first "now" activation (the baseline), or
+ * a delivery of new publications. The poll takes its turn (pacing.ts), reads (read.ts) what the
+ * cursor (cursor.ts) asks for, and stores the cursor's next state only when it delivers or changes.
+ */
+import type { IDataObject, INodeExecutionData, IPollFunctions } from 'n8n-workflow';
+
+import { imagePackError } from '../shared/errors';
+import type { PublicationRecord } from '../shared/publications';
+import { type NumberProperty, boundedNumber } from '../shared/validate';
+import { type Connection, getConnection } from '../transport';
+import {
+	OverlapTooLargeError,
+	addPage,
+	baselineSince,
+	finishBaseline,
+	finishPoll,
+	startBaseline,
+	startPoll,
+	type PollRun,
+} from './cursor';
+import { maxPerPollProperty, startIdProperty } from './description';
+import { type PollTimes, UNBOUNDED, pollTimes, takeTurn } from './pacing';
+import { fetchDetail, fetchManifests, isCut, listPage, newestPublication } from './read';
+import {
+	MAX_OVERLAP,
+	type CursorState,
+	initialState,
+	queryKey,
+	readState,
+	sameState,
+} from './state';
+
+/** List pages one poll reads at most (10,000 records); the rest is left to the next poll. */
+const MAX_PAGES_PER_POLL = 50;
+
+type StartFrom = 'now' | 'beginning' | 'id';
+
+/** Assigns the state as fresh top-level values, so n8n notices the change and saves all of it. */
+function writeState(staticData: IDataObject, state: CursorState): void {
+	for (const key of Object.keys(staticData)) {
+		if (!(key in state)) delete staticData[key];
+	}
+	for (const [key, value] of Object.entries(state)) staticData[key] = value as IDataObject[string];
+}
+
+function toItem(record: PublicationRecord, detail?: IDataObject): INodeExecutionData {
+	const json: IDataObject = { ...(record as IDataObject) };
+	if (detail) json.manifest = detail.manifest as IDataObject;
+	return { json };
+}
+
+/** The cursor's refusal of an overlap it cannot honour, as n8n shows errors; others unchanged. */
+function asPollError(ctx: IPollFunctions, error: unknown): unknown {
+	if (!(error instanceof OverlapTooLargeError)) return error;
+	return imagePackError(
+		ctx.getNode(),
+		{ code: 'overlap_too_large', charge: 'not_charged' },
+		{
+			message: error.message,
+			description: `Honouring it would mean re-reading that many ids on every poll. Nothing was delivered and nothing was skipped: the trigger goes on as soon as the server announces an overlap of at most ${MAX_OVERLAP}.`,
+		},
+	);
+}
+
+/** "Fetch Test Event": the newest publication; static data is neither read nor written. */
+async function testEvent(ctx: IPollFunctions, connection: Connection, includeManifest: boolean) {
+	const { newest } = await newestPublication(ctx, connection, UNBOUNDED);
+	if (!newest) {
+		throw imagePackError(
+			ctx.getNode(),
+			{ code: 'no_publications', charge: 'not_charged' },
+			{
+				message: 'This account has no publications yet',
+				description:
+					'Publish an image pack on the website (or wait for a seller to), then fetch a test event again.',
+			},
+		);
+	}
+	const detail = includeManifest
+		? await fetchDetail(ctx, connection, newest.id, UNBOUNDED)
+		: undefined;
+	return [[toItem(newest, detail)]];
+}
+
+/**
+ * Reads list pages into `run` until `enough(next)` says so (`next`: addPage's): the first page
+ * always, more while the poll has time, at most MAX_PAGES_PER_POLL.
+ */
+async function readPages(
+	ctx: IPollFunctions,
+	connection: Connection,
+	run: PollRun,
+	times: PollTimes,
+	enough: (next: number | null) => boolean | Promise<boolean>,
+): Promise<void> {
+	for (let pages = 0; pages < MAX_PAGES_PER_POLL; pages++) {
+		if (pages > 0 && Date.now() > times.stopAt) return;
+		const next = addPage(run, await listPage(ctx, connection, run.nextSince, times));
+		if (await enough(next)) return;
+	}
+}
+
+/**
+ * First activation with Start From "now": finds the newest id (O(log max id) requests) and reads the
+ * overlap below it, which counts as delivered; nothing is emitted.
+ */
+async function baseline(
+	ctx: IPollFunctions,
+	connection: Connection,
+	key: string,
+	times: PollTimes,
+): Promise<CursorState> {
+	const { newest, overlap } = await newestPublication(ctx, connection, times);
+	if (!newest) return initialState(key, 0);
+	const run = startBaseline(key, baselineSince(newest.id, overlap), newest.id);
+	const done = (next: number | null) => next === null || run.nextSince >= newest.id;
+	await readPages(ctx, connection, run, times, done);
+	return finishBaseline(run);
+}
+
+/**
+ * One poll's delivery: pages and their manifests in turn, until Max Publications per Poll, the
+ * size bound or the poll's time is reached. What is complete is delivered, also when its last
+ * request was cut by the poll's time; the next poll continues after it.
+ */
+async function drain(
+	ctx: IPollFunctions,
+	connection: Connection,
+	state: CursorState,
+	times: PollTimes,
+	{ includeManifest, maxPerPoll }: { includeManifest: boolean; maxPerPoll: number },
+) {
+	const run = startPoll(state);
+	const details: IDataObject[] = [];
+	const chars = { used: 0 };
+	const stopped = await readPages(ctx, connection, run, times, async (next) => {
+		const wanted = Math.min(run.fresh.length, maxPerPoll);
+		if (includeManifest) {
+			const todo = run.fresh.slice(details.length, wanted);
+			const full = await fetchManifests(ctx, connection, todo, times, details, chars);
+			if (full || details.length < wanted) return true;
+		}
+		return run.fresh.length >= maxPerPoll || next === null;
+	}).then(
+		() => undefined,
+		(error: unknown) => {
+			if (isCut(error)) return error;
+			throw error;
+		},
+	);
+	const count = includeManifest ? details.length : Math.min(run.fresh.length, maxPerPoll);
+	if (stopped !== undefined && count === 0) {
+		throw stopped;
+	}
+	const items = run.fresh.slice(0, count).map((record, index) => toItem(record, details[index]));
+	return { next: finishPoll(run, count), items };
+}
+
+/** A number parameter, bounded by its property: a bad value fails the poll before any request. */
+function numberParameter(ctx: IPollFunctions, property: NumberProperty): number {
+	try {
+		return boundedNumber(property, ctx.getNodeParameter(property.name, undefined));
+	} catch (error) {
+		throw imagePackError(
+			ctx.getNode(),
+			{ code: 'invalid_parameter', parameter: property.name, charge: 'not_sent' },
+			{ message: (error as Error).message },
+		);
+	}
+}
+
+/** The trigger's poll(): `null` when nothing is new (or this poll skips its turn). */
+export async function pollPublications(
+	ctx: IPollFunctions,
+): Promise<INodeExecutionData[][] | null> {
+	const includeManifest = ctx.getNodeParameter('includeManifest', true) as boolean;
+	const maxPerPoll = numberParameter(ctx, maxPerPollProperty);
+	const startFrom = ctx.getNodeParameter('startFrom', 'now') as StartFrom;
+	const startId = startFrom === 'id' ? numberParameter(ctx, startIdProperty) : 0;
+	const connection = await getConnection(ctx);
+	if (ctx.getMode() === 'manual') return await testEvent(ctx, connection, includeManifest);
+
+	const key = queryKey(startFrom, startId, connection.baseUrl);
+	const staticData = ctx.getWorkflowStaticData('node');
+	const stored = readState(staticData, key);
+	const times = pollTimes(ctx);
+	// What identifies the trigger, whatever state object n8n handed this poll.
+	const node = ctx.getNode();
+	const trigger = `${ctx.getWorkflow().id ?? ''}|${node.id}|${node.name}|${key}`;
+	const turn = await takeTurn(trigger, stored?.rev, times.deadline);
+	if (typeof turn === 'string') return null; // another poll ran, or its delivery is not committed yet
+	try {
+		/** Stores the state unless another poll took this trigger over meanwhile. */
+		const commit = (state: CursorState): boolean => {
+			if (!turn.holds()) return false;
+			if (!stored || !sameState(state, stored)) writeState(staticData, state);
+			return true;
+		};
+		if (!stored && startFrom === 'now') {
+			commit(await baseline(ctx, connection, key, times));
+			return null;
+		}
+		const state = stored ?? initialState(key, startFrom === 'id' ? startId : 0);
+		const { next, items } = await drain(ctx, connection, state, times, {
+			includeManifest,
+			maxPerPoll,
+		});
+		if (!commit(next)) return null; // taken over after running far too long: discarded
+		if (items.length === 0) return null;
+		turn.delivered(next.rev);
+		return [items];
+	} catch (error) {
+		throw asPollError(ctx, error);
+	} finally {
+		turn.release();
+	}
+}
