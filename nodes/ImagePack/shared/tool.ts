@@ -191,8 +191,3 @@ export class ExecutionLedger {
 		this.context[LEDGER_KEY] = Math.max(0, this.spent - estimate + charged);
 	}
 }
-
-/** For a model that calls a capped tool: what is left of the cap after this call. */
-export function creditBudget(cap: number, spent: number): IDataObject {
-	return { cap, spent, remaining: Math.max(0, cap - spent) };
-}

@@ -8,7 +8,7 @@ import type { IDataObject, INodeExecutionData, IPollFunctions } from 'n8n-workfl
 import { imagePackError } from '../shared/errors';
 import type { PublicationRecord } from '../shared/publications';
 import { type NumberProperty, boundedNumber } from '../shared/validate';
-import { type Connection, getConnection } from '../transport';
+import { type Connection, getConnection, getPublication } from '../transport';
 import {
 	OverlapTooLargeError,
 	addPage,
@@ -21,7 +21,7 @@ import {
 } from './cursor';
 import { maxPerPollProperty, startIdProperty } from './description';
 import { type PollTimes, UNBOUNDED, pollTimes, takeTurn } from './pacing';
-import { fetchDetail, fetchManifests, isCut, listPage, newestPublication } from './read';
+import { fetchManifests, isCut, listPage, newestPublication } from './read';
 import {
 	MAX_OVERLAP,
 	type CursorState,
@@ -77,8 +77,9 @@ async function testEvent(ctx: IPollFunctions, connection: Connection, includeMan
 			},
 		);
 	}
+	const { deadline } = UNBOUNDED;
 	const detail = includeManifest
-		? await fetchDetail(ctx, connection, newest.id, UNBOUNDED)
+		? (await getPublication(ctx, connection, newest.id, { deadline })).body
 		: undefined;
 	return [[toItem(newest, detail)]];
 }
@@ -150,9 +151,7 @@ async function drain(
 		},
 	);
 	const count = includeManifest ? details.length : Math.min(run.fresh.length, maxPerPoll);
-	if (stopped !== undefined && count === 0) {
-		throw stopped;
-	}
+	if (stopped !== undefined && count === 0) throw stopped;
 	const items = run.fresh.slice(0, count).map((record, index) => toItem(record, details[index]));
 	return { next: finishPoll(run, count), items };
 }

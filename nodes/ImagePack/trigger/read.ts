@@ -56,15 +56,6 @@ export async function listPage(
 	return body;
 }
 
-export async function fetchDetail(
-	ctx: IPollFunctions,
-	connection: Connection,
-	id: number,
-	times: PollTimes,
-): Promise<IDataObject> {
-	return (await getPublication(ctx, connection, id, { deadline: times.deadline })).body;
-}
-
 /** The newest publication (O(log max id) requests) and the overlap the answers announced. */
 export async function newestPublication(
 	ctx: IPollFunctions,
@@ -93,13 +84,6 @@ export async function newestPublication(
 	return { newest, overlap };
 }
 
-/** Characters a delivered item takes as JSON, as far as one poll's bound is concerned. */
-function itemChars(record: PublicationRecord, detail?: IDataObject): number {
-	return (
-		JSON.stringify(record).length + (detail ? JSON.stringify(detail.manifest ?? null).length : 0)
-	);
-}
-
 /**
  * Fetches the details of `records` in order, MANIFEST_CONCURRENCY at once, appending them to
  * `details` while the poll's bound allows (`chars`: what the items so far take). Stops starting new
@@ -115,14 +99,16 @@ export async function fetchManifests(
 	details: IDataObject[],
 	chars: { used: number },
 ): Promise<boolean> {
+	const { deadline } = times;
 	for (let at = 0; at < records.length; at += MANIFEST_CONCURRENCY) {
 		if (details.length > 0 && Date.now() > times.stopAt) return false;
 		const batch = records.slice(at, at + MANIFEST_CONCURRENCY);
 		const fetched = await Promise.all(
-			batch.map(async (record) => await fetchDetail(ctx, connection, record.id, times)),
+			batch.map(async ({ id }) => (await getPublication(ctx, connection, id, { deadline })).body),
 		);
 		for (const [index, detail] of fetched.entries()) {
-			const size = itemChars(batch[index], detail);
+			const size =
+				JSON.stringify(batch[index]).length + JSON.stringify(detail.manifest ?? null).length;
 			if (details.length > 0 && chars.used + size > MAX_POLL_CHARS) return true;
 			chars.used += size;
 			details.push(detail);

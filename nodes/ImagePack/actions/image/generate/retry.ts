@@ -84,9 +84,6 @@ function reportAgain(
 ) {
 	const { memo, sameExecution } = decision;
 	const { failure } = memo;
-	const earlier = sameExecution
-		? 'an earlier try of this execution'
-		: 'the failed execution this one retries';
 	const facts = {
 		code: failure.code ?? 'unknown_error',
 		// No status and nothing sent: found before sending (the credit cap), an operation error again.
@@ -97,25 +94,24 @@ function reportAgain(
 		sessionId: failure.sessionId ?? undefined,
 		itemIndex,
 	};
-	const original = errorDescription({
-		code: facts.code,
-		httpStatus: facts.httpStatus ?? 0,
-		requestId: facts.requestId,
-		apiMessage: facts.apiMessage,
-	});
+	const describe = (next: string) =>
+		errorDescription({ ...facts, httpStatus: facts.httpStatus ?? 0 }, next);
 	if (memo.kind === 'uncertain') {
-		const how = sameExecution
-			? 'Retry On Fail never sends it again'
-			: 'to send it again after checking, turn on Options → Resend Uncertain Generations and retry the execution with the saved workflow';
 		return imagePackError(ctx.getNode(), facts, {
-			message: `Not sent again: ${earlier} sent this generation and got no clear answer (${facts.code}), so sending it again could pay twice`,
-			description: `${original} · ${how}`,
+			message: `Not sent again: ${sameExecution ? 'an earlier try of this execution' : 'the failed execution this one retries'} sent this generation and got no clear answer (${facts.code}), so sending it again could pay twice`,
+			description: describe(
+				sameExecution
+					? 'Retry On Fail never sends it again'
+					: 'to send it again after checking, turn on Options → Resend Uncertain Generations and retry the execution with the saved workflow',
+			),
 		});
 	}
 	// Only a try of the same execution reports a refusal again: a retried execution sends it.
 	return imagePackError(ctx.getNode(), facts, {
 		message: failure.reason,
-		description: `${original} · Refused in an earlier try of this execution and not sent again: another try would be refused the same way. Fix the cause, then retry the execution from Executions: refused items are sent again there.`,
+		description: describe(
+			'Refused in an earlier try of this execution and not sent again: another try would be refused the same way. Fix the cause, then retry the execution from Executions: refused items are sent again there.',
+		),
 	});
 }
 
