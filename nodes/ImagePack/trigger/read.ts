@@ -14,6 +14,13 @@ import {
 import { type Connection, PUBLICATIONS_PATH, getPublication, listPublications } from '../transport';
 import type { PollTimes } from './pacing';
 
+/** What every request of one poll needs: its context, the connection and the poll's times. */
+export interface Poll {
+	ctx: IPollFunctions;
+	connection: Connection;
+	times: PollTimes;
+}
+
 /** Detail requests in flight at once when attaching manifests. */
 export const MANIFEST_CONCURRENCY = 4;
 /**
@@ -34,10 +41,8 @@ export function isCut(error: unknown): boolean {
 }
 
 export async function listPage(
-	ctx: IPollFunctions,
-	connection: Connection,
+	{ ctx, connection, times }: Poll,
 	since: number,
-	times: PollTimes,
 	limit = PAGE_LIMIT,
 ): Promise<ListPage> {
 	const query = { sinceId: since, limit };
@@ -57,15 +62,12 @@ export async function listPage(
 }
 
 /** The newest publication (O(log max id) requests) and the overlap the answers announced. */
-export async function newestPublication(
-	ctx: IPollFunctions,
-	connection: Connection,
-	times: PollTimes,
-) {
+export async function newestPublication(poll: Poll) {
+	const { ctx, times } = poll;
 	let overlap: unknown;
 	const newest = await findNewest(
 		async (since) => {
-			const page = await listPage(ctx, connection, since, times, 1);
+			const page = await listPage(poll, since, 1);
 			overlap = page.reread_overlap ?? overlap;
 			return page.items[0] ?? null;
 		},
@@ -92,10 +94,8 @@ export async function newestPublication(
  * the bound was reached; a failed request throws (the caller decides what a cut request means).
  */
 export async function fetchManifests(
-	ctx: IPollFunctions,
-	connection: Connection,
+	{ ctx, connection, times }: Poll,
 	records: PublicationRecord[],
-	times: PollTimes,
 	details: IDataObject[],
 	chars: { used: number },
 ): Promise<boolean> {
