@@ -18,7 +18,7 @@ import {
 } from '../../../transport';
 import { type GeneratedImage, type GenerateResponse, type ReadAnswer, readAnswer } from './answer';
 import { answerBoundMs, heldAnswer, reserveHourly } from './held';
-import { addImageLinks, linkForImage } from './links';
+import { addImageLinks } from './links';
 import type { RunMemory } from './memory';
 import { type ItemPlan, planItem } from './options';
 import { answerFor, openMemory } from './retry';
@@ -143,6 +143,7 @@ function outputItems(
 	splitImages: boolean,
 ): INodeExecutionData[] {
 	if (splitImages) {
+		const links = Array.isArray(result.image_links) ? (result.image_links as unknown[]) : undefined;
 		const shared = { ...result };
 		delete shared.images;
 		delete shared.image_links;
@@ -151,7 +152,7 @@ function outputItems(
 				...shared,
 				image: image as unknown as IDataObject,
 				image_index: index,
-				...linkForImage(result, index),
+				...(links && { image_link: links[index] ?? null }), // the image's own link
 			},
 			binary: binaries[index] ? { data: binaries[index]! } : undefined,
 			pairedItem: { item: itemIndex },

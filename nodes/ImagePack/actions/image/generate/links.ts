@@ -77,10 +77,3 @@ export async function addImageLinks(
 		});
 	}
 }
-
-/** With One Item per Image: the image's own link (`image_link`) instead of the whole list. */
-export function linkForImage(result: IDataObject, index: number): IDataObject {
-	const links = result.image_links;
-	if (!Array.isArray(links)) return {};
-	return { image_link: (links[index] as IDataObject | undefined) ?? null };
-}

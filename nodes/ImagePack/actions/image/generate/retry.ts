@@ -8,14 +8,7 @@ import { errorDescription, errorFacts, imagePackError } from '../../../shared/er
 import { asNodeError } from '../../../shared/execution';
 import type { Answer } from '../../../transport';
 import type { GenerateResponse } from './answer';
-import {
-	type Decision,
-	RunMemory,
-	type StoredAnswer,
-	decide,
-	failureOutcome,
-	requestDigest,
-} from './memory';
+import { type Decision, RunMemory, decide, failureOutcome, requestDigest } from './memory';
 import type { ItemPlan } from './options';
 
 /**
@@ -67,13 +60,6 @@ function askedBy(ctx: IExecuteFunctions, itemIndex: number): string {
 	const credential = String(ctx.getNode().credentials?.imagePackApi?.id ?? '');
 	const toolCallId: unknown = ctx.getInputData()[itemIndex]?.json?.toolCallId;
 	return typeof toolCallId === 'string' ? `${credential} ${toolCallId}` : credential;
-}
-
-function storedAnswer(answer: Answer<IDataObject>): StoredAnswer {
-	const stored: StoredAnswer = { body: answer.body, status: answer.status };
-	if (answer.requestId !== undefined) stored.requestId = answer.requestId;
-	if (answer.unreadable !== undefined) stored.unreadable = answer.unreadable;
-	return stored;
 }
 
 /** The failure an earlier try (or the failed execution this one retries) met, reported again. */
@@ -141,7 +127,9 @@ export async function answerFor(
 	if (decision.action === 'report') throw reportAgain(ctx, itemIndex, decision);
 	try {
 		const answer = await send();
-		memory.remember(itemIndex, digest, { kind: 'generated', answer: storedAnswer(answer) });
+		const { body, status, requestId, unreadable } = answer; // JSON only: nothing downloaded
+		const stored = { body, status, requestId, unreadable };
+		memory.remember(itemIndex, digest, { kind: 'generated', answer: stored });
 		return answer;
 	} catch (error) {
 		memory.remember(itemIndex, digest, failureOutcome(errorFacts(error)));
