@@ -90,12 +90,8 @@ async function listRecords(
 	// across calls, and the trigger does that.
 	for (;;) {
 		const pageSize = limit === undefined ? PAGE_LIMIT : Math.min(PAGE_LIMIT, limit - byId.size);
-		const { body } = await listPublications(
-			ctx,
-			connection,
-			{ sinceId: cursor, limit: pageSize },
-			{ itemIndex },
-		);
+		const query = { sinceId: cursor, limit: pageSize };
+		const { body } = await listPublications(ctx, connection, query, { itemIndex });
 		const items = Array.isArray(body.items) ? body.items.slice(0, pageSize) : [];
 		let highest = cursor;
 		for (const record of items) {

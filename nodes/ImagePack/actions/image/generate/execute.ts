@@ -8,7 +8,7 @@ import type { IBinaryData, IDataObject, IExecuteFunctions, INodeExecutionData } 
 
 import { chargeHint, errorFacts, imagePackError } from '../../../shared/errors';
 import { asNodeError, eachItem } from '../../../shared/execution';
-import { ExecutionLedger, runsAsTool, runsUnderMcp } from '../../../shared/tool';
+import { ExecutionLedger, runsAsTool } from '../../../shared/tool';
 import {
 	type Answer,
 	type Connection,
@@ -17,7 +17,7 @@ import {
 	getConnection,
 } from '../../../transport';
 import { type GeneratedImage, type GenerateResponse, type ReadAnswer, readAnswer } from './answer';
-import { answerBoundMs, heldAnswer, reserveHourly } from './held';
+import { heldAnswer, reserveHourly } from './held';
 import { addImageLinks } from './links';
 import type { RunMemory } from './memory';
 import { type ItemPlan, planItem } from './options';
@@ -175,7 +175,7 @@ async function generateItem(run: Run, itemIndex: number, plan: ItemPlan) {
 	const { ctx, memory, replayed } = run;
 	const send = async () => await sendGeneration(run, itemIndex, plan);
 	// As a tool with an answer bound, the generation is held by the process (held.ts).
-	const bound = run.asTool ? answerBoundMs(plan.options.answerWithinSeconds, runsUnderMcp(ctx)) : 0;
+	const bound = run.asTool ? plan.options.answerWithinMs : 0;
 	const answer = bound
 		? await heldAnswer(ctx, itemIndex, plan, run.connection, bound, send)
 		: await answerFor(ctx, itemIndex, plan, memory, replayed, send);

@@ -7,6 +7,7 @@ import type { IExecuteFunctions } from 'n8n-workflow';
 
 import { AUTO_MODEL, DEFAULT_RATIO } from '../../../shared/catalog';
 import { itemParameters } from '../../../shared/execution';
+import { runsUnderMcp } from '../../../shared/tool';
 import {
 	type ValidatedGenerate,
 	ValidationIssue,
@@ -23,7 +24,7 @@ export interface ItemPlan {
 
 const LANGUAGES = ['en', 'zh-CN'];
 
-function checkedOptions(raw: Record<string, unknown>) {
+function checkedOptions(raw: Record<string, unknown>, underMcp: boolean) {
 	const language = String(raw.acceptLanguage ?? 'en');
 	if (!LANGUAGES.includes(language)) {
 		throw new ValidationIssue(
@@ -31,12 +32,14 @@ function checkedOptions(raw: Record<string, unknown>) {
 			`Accept Language "${language}" is not allowed. Allowed values: ${LANGUAGES.join(', ')}`,
 		);
 	}
+	// The answer bound as a tool (held.ts), unset: 45 s under MCP, none under an AI Agent.
+	const unsetBound = underMcp ? 45 : 0;
 	const number = (name: string) =>
 		boundedNumber(generateOptions.find((option) => option.name === name)!, raw[name]);
 	return {
 		acceptLanguage: language,
-		// Unset is not the editor's default: 45 s under MCP, no bound under an AI Agent (held.ts).
-		answerWithinSeconds: raw.answerWithinSeconds === undefined ? -1 : number('answerWithinSeconds'),
+		answerWithinMs:
+			(raw.answerWithinSeconds === undefined ? unsetBound : number('answerWithinSeconds')) * 1000,
 		concurrency: number('concurrency'),
 		// Unset stays unset: the defaults of these two depend on whether the node runs as a tool.
 		downloadImages: raw.downloadImages === undefined ? undefined : Boolean(raw.downloadImages),
@@ -56,7 +59,7 @@ function checkedOptions(raw: Record<string, unknown>) {
 export function planItem(ctx: IExecuteFunctions, itemIndex: number): ItemPlan {
 	return itemParameters(ctx, itemIndex, () => {
 		const raw = ctx.getNodeParameter('options', itemIndex, {});
-		const options = checkedOptions((typeof raw === 'object' && raw) || {});
+		const options = checkedOptions((typeof raw === 'object' && raw) || {}, runsUnderMcp(ctx));
 		const parameter = (name: string, fallback: unknown) =>
 			ctx.getNodeParameter(name, itemIndex, fallback) as never;
 		const request = validateGenerate({

@@ -2,10 +2,11 @@
  * The n8n side of Generate's memory (memory.ts): where the records live, which run this is, the
  * answer of an item (remembered, or sent and remembered), and the error of an item not sent again.
  */
-import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
+import type { IExecuteFunctions } from 'n8n-workflow';
 
 import { errorDescription, errorFacts, imagePackError } from '../../../shared/errors';
 import { asNodeError } from '../../../shared/execution';
+import { contextData, isToolExecution } from '../../../shared/tool';
 import type { Answer } from '../../../transport';
 import type { GenerateResponse } from './answer';
 import { type Decision, RunMemory, decide, failureOutcome, requestDigest } from './memory';
@@ -35,17 +36,9 @@ export function openMemory(ctx: IExecuteFunctions, asTool: boolean): RunMemory {
 	// AI Agent 2.x runs a tool call in its own context (isToolExecution) and tries it again only when
 	// it throws, under a new run index; as a tool this node never throws (router.ts). Each call is
 	// its own generation there, so nothing is kept.
-	const isToolExecution = (ctx as { isToolExecution?: () => boolean }).isToolExecution;
-	if (typeof isToolExecution === 'function' && isToolExecution.call(ctx)) {
-		return new RunMemory({}, 0, '');
-	}
-	let store: IDataObject;
-	try {
-		store = ctx.getContext('node') as IDataObject;
-	} catch {
-		// A context without execution data (none seen in n8n itself): retries then start afresh.
-		store = {};
-	}
+	if (isToolExecution(ctx)) return new RunMemory({}, 0, '');
+	// Outside an execution (none seen in n8n itself) retries start afresh.
+	const store = contextData(ctx, 'node');
 	const memory = new RunMemory(store, runIndexOf(ctx), String(ctx.getExecutionId?.() ?? ''));
 	if (!asTool) memory.forgetEarlierRuns();
 	return memory;
