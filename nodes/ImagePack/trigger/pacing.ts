@@ -98,7 +98,6 @@ export async function takeTurn(
 interface PollTimeItem {
 	mode?: string;
 	cronExpression?: string;
-	[field: string]: unknown;
 }
 
 /** n8n's minimum interval between two poll times of one entry. */
