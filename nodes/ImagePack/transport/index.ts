@@ -79,7 +79,7 @@ export async function generate<T extends IDataObject>(
 	ctx: ApiContext,
 	connection: Connection,
 	body: IDataObject & { session_id?: string },
-	{ acceptLanguage, ...options }: CallOptions & { acceptLanguage: string },
+	{ acceptLanguage, ...options }: CallOptions & { acceptLanguage: string; timeoutMs: number },
 ): Promise<Answer<T>> {
 	const request = {
 		body,

@@ -5,8 +5,6 @@
 
 const MIB = 1024 * 1024;
 
-/** Generation may run for 5 minutes; n8n's helpers give up at 300 s unless told otherwise. */
-export const GENERATE_TIMEOUT_MS = 330_000;
 /** A whole read call (list, detail), retries included. */
 export const DEFAULT_TIMEOUT_MS = 60_000;
 /** A whole file download (redirects and body). */

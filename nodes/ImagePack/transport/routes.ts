@@ -6,15 +6,14 @@
 import type { IDataObject, IHttpRequestMethods } from 'n8n-workflow';
 
 import type { RouteFacts } from '../shared/errors';
-import { DEFAULT_TIMEOUT_MS, DOWNLOAD_TIMEOUT_MS, GENERATE_TIMEOUT_MS } from './limits';
+import { DEFAULT_TIMEOUT_MS, DOWNLOAD_TIMEOUT_MS } from './limits';
 
-/** A route: its scope, whether it costs credits (a failure after sending may have been charged) and what a 404 means there. */
 export interface Route extends RouteFacts {
 	method: IHttpRequestMethods;
 	/** The path, or the prefix of paths that take an id or a file name. */
 	path: string;
-	/** The whole call by default, retries and waits included. */
-	timeoutMs: number;
+	/** The whole call by default, retries and waits included; Generate's is its Timeout option. */
+	timeoutMs?: number;
 }
 
 /** One request as it goes out on a route. */
@@ -43,7 +42,6 @@ export const ROUTES = {
 		path: '/api/v1/generate',
 		scope: 'generate:write',
 		paid: true,
-		timeoutMs: GENERATE_TIMEOUT_MS,
 	},
 	listPublications: {
 		method: 'GET',
