@@ -74,19 +74,15 @@ export function resolveFileReference(
 	const root = baseUrl.trim().replace(/\/+$/, '');
 	const base = parseUrl(`${root}/`);
 	if (!base) throw new FileReferenceError(`the credential's Base URL "${root}" is not a valid URL`);
-	let url: URL | undefined;
-	if (/^[a-z][a-z0-9+.-]*:/i.test(trimmed) && !/^https?:\/\//i.test(trimmed)) {
+	const absolute = /^https?:\/\//i.test(trimmed);
+	if (/^[a-z][a-z0-9+.-]*:/i.test(trimmed) && !absolute) {
 		throw new FileReferenceError(
 			`"${trimmed.slice(0, 100)}" is not an http(s) address; only http:// and https:// files are downloaded`,
 		);
 	}
-	if (/^https?:\/\//i.test(trimmed)) {
-		url = parseUrl(trimmed);
-	} else if (trimmed.startsWith('/')) {
-		url = parseUrl(`${root}${trimmed}`);
-	} else {
-		url = parseUrl(`${root}/api/file/${encodeURIComponent(trimmed)}`);
-	}
+	// A path on the API's origin, or a bare file name of the file endpoint.
+	const path = trimmed.startsWith('/') ? trimmed : `/api/file/${encodeURIComponent(trimmed)}`;
+	const url = parseUrl(absolute ? trimmed : `${root}${path}`);
 	if (!url) throw new FileReferenceError(`"${trimmed.slice(0, 100)}" is not a valid URL`);
 	const fileName = decodeName(url.pathname.split('/').pop() ?? '') || 'file';
 	return { url: url.toString(), authenticated: url.origin === base.origin, fileName };

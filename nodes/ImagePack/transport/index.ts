@@ -81,22 +81,13 @@ export async function generate<T extends IDataObject>(
 	body: IDataObject & { session_id?: string },
 	{ acceptLanguage, ...options }: CallOptions & { acceptLanguage: string; timeoutMs: number },
 ): Promise<Answer<T>> {
-	const request = {
-		body,
-		headers: { 'Accept-Language': acceptLanguage },
-		sessionId: body.session_id,
-	};
-	return await callJson<T>(
-		ctx,
-		connection,
-		ROUTES.generate,
-		request,
-		options,
-		(broken, status, requestId) => ({
-			body: {} as T,
-			status,
-			requestId,
-			unreadable: `${broken.problem}${broken.snippet ? ` (it began: ${broken.snippet})` : ''}`,
-		}),
-	);
+	const headers = { 'Accept-Language': acceptLanguage };
+	const request = { body, headers, sessionId: body.session_id };
+	const keepUnreadable = (broken: BrokenAnswer, status: number, requestId?: string) => ({
+		body: {} as T,
+		status,
+		requestId,
+		unreadable: `${broken.problem}${broken.snippet ? ` (it began: ${broken.snippet})` : ''}`,
+	});
+	return await callJson<T>(ctx, connection, ROUTES.generate, request, options, keepUnreadable);
 }

@@ -125,7 +125,8 @@ async function attempt<R>(run: Attempt<R>): Promise<Step<R>> {
 		throw fail.network(code);
 	}
 	const status = response.statusCode;
-	const requestId = responseRequestId(response, run.connection);
+	const header = headerValue(response.headers, 'x-request-id');
+	const requestId = header === undefined ? undefined : redact(header, run.connection.apiKey);
 	if (status < 300 || (isRedirect(status) && out.acceptRedirects)) {
 		return await accepted(run, response, requestId);
 	}
@@ -194,9 +195,4 @@ async function refused<R>(
 	// own internal_error promises a refund.
 	const gateway = status >= 500 && info.code !== 'internal_error';
 	throw fail.answer(info, gateway ? 'unknown' : 'refused');
-}
-
-function responseRequestId(response: IN8nHttpFullResponse, { apiKey }: Connection) {
-	const value = headerValue(response.headers, 'x-request-id');
-	return value === undefined ? undefined : redact(value, apiKey);
 }
