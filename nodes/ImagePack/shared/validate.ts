@@ -66,19 +66,9 @@ export class ValidationIssue extends Error {
 /** How deep a reference list may nest (lists of lists, objects with ids). */
 const MAX_REFERENCE_NESTING = 8;
 
-/** The first C0 control character other than tab and line breaks, or DEL: never meant for a prompt. */
-function controlCharacter(text: string): number | undefined {
-	for (let index = 0; index < text.length; index++) {
-		const code = text.charCodeAt(index);
-		if ((code < 0x20 && code !== 0x09 && code !== 0x0a && code !== 0x0d) || code === 0x7f) {
-			return code;
-		}
-	}
-	return undefined;
-}
-
-const list = (values: readonly (string | number)[]) =>
-	values.map((value) => String(value)).join(', ');
+/** C0 control characters other than tab and line breaks, and DEL: never meant for a prompt. */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL_CHARACTER = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/;
 
 /**
  * Reference image ids from whatever the user wired in: a comma/space separated string, an array of
@@ -149,7 +139,7 @@ function oneOf<T extends string | number>(
 	if (match === undefined) {
 		throw new ValidationIssue(
 			parameter,
-			`${label} "${String(value)}" is not allowed${context}. Allowed values: ${list(allowed)}`,
+			`${label} "${String(value)}" is not allowed${context}. Allowed values: ${allowed.join(', ')}`,
 		);
 	}
 	return match;
@@ -165,9 +155,9 @@ function promptText(value: unknown): string {
 		);
 	}
 	const prompt = String(value).trim();
-	const control = controlCharacter(prompt);
-	if (control !== undefined) {
-		const code = control.toString(16).toUpperCase().padStart(4, '0');
+	const control = CONTROL_CHARACTER.exec(prompt);
+	if (control) {
+		const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
 		throw new ValidationIssue(
 			'prompt',
 			`Prompt contains the control character U+${code}, which is never part of a prompt. Allowed values: text (tabs and line breaks are fine)`,
@@ -233,14 +223,9 @@ function checkedChoices(parameters: GenerateParameters, referenceCount: number) 
 	const model = findModel(modelId);
 	const on = model ? ` for ${model.id}` : '';
 	const ratio = oneOf('ratio', 'Ratio', parameters.ratio, model?.ratios ?? RATIOS, on);
+	const resolutions = model?.resolutions ?? RESOLUTIONS;
 	const resolution = parameters.resolution
-		? oneOf(
-				'resolution',
-				'Resolution',
-				parameters.resolution,
-				model?.resolutions ?? RESOLUTIONS,
-				on,
-			)
+		? oneOf('resolution', 'Resolution', parameters.resolution, resolutions, on)
 		: undefined;
 	const n = oneOf('n', 'Number of images', parameters.n, IMAGE_COUNTS);
 	const purpose = oneOf('purpose', 'Purpose', parameters.purpose || 'free', PURPOSES);

@@ -2,7 +2,6 @@
 import type { CallScope } from './scope';
 import { formatBytes } from './limits';
 
-/** Marks a body that went over its cap. */
 export class BodyTooLarge extends Error {
 	readonly code = 'ERR_BODY_TOO_LARGE';
 

@@ -175,14 +175,8 @@ async function openFile(
 		discard(response.body);
 		const next = nextHop(response, url, hop);
 		if (typeof next === 'string') {
-			const requestId = headerValue(response.headers, 'x-request-id');
-			const info = {
-				code: 'bad_redirect',
-				httpStatus: response.statusCode,
-				requestId,
-				apiMessage: `the redirect ${next}`,
-			};
-			throw new Failures(ctx, connection, first, scope).answer(info, 'refused');
+			const fail = new Failures(ctx, connection, first, scope);
+			throw fail.fileAnswer(response, 'bad_redirect', `the redirect ${next}`);
 		}
 		url = next.toString();
 		// The key stays with the API: every hop after the first is fetched without it.

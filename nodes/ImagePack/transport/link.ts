@@ -91,32 +91,15 @@ export async function signedFileLink(
 	const sentAt = Date.now();
 	const response = await send(ctx, connection, out, scope, async (answer) => ({ value: answer }));
 	discard(response.body);
-	const requestId = headerValue(response.headers, 'x-request-id');
 	if (response.statusCode < 300) {
-		throw fail.answer(
-			{
-				code: 'no_signed_link',
-				httpStatus: response.statusCode,
-				requestId,
-				apiMessage:
-					'the file endpoint served the file itself instead of redirecting to a signed link',
-			},
-			'refused',
-		);
+		const problem =
+			'the file endpoint served the file itself instead of redirecting to a signed link';
+		throw fail.fileAnswer(response, 'no_signed_link', problem);
 	}
 	const link = checkedLocation(headerValue(response.headers, 'location'), url, connection.apiKey);
 	if (typeof link === 'string') {
-		throw fail.answer(
-			{
-				code: 'bad_redirect',
-				httpStatus: response.statusCode,
-				requestId,
-				apiMessage: `the redirect ${link}`,
-			},
-			'refused',
-			undefined,
-			`The file endpoint's redirect ${link}: no signed link was made`,
-		);
+		const message = `The file endpoint's redirect ${link}: no signed link was made`;
+		throw fail.fileAnswer(response, 'bad_redirect', `the redirect ${link}`, message);
 	}
 	const expiresAt = new Date(sentAt + SIGNED_LINK_VALIDITY_MS - SIGNED_LINK_MARGIN_MS);
 	return { url: link.toString(), expiresAt: expiresAt.toISOString() };

@@ -16,7 +16,6 @@ export interface Route extends RouteFacts {
 	timeoutMs?: number;
 }
 
-/** One request as it goes out on a route. */
 export interface Outgoing {
 	route: Route;
 	url: string;
