@@ -12,23 +12,21 @@ import type {
 } from 'n8n-workflow';
 
 import { imagePackError } from '../shared/errors';
+import { maxFileBytes } from '../shared/execution';
 import { BodyTooLarge, discard, guardStream } from './body';
 import { type ApiContext, type Connection, parseUrl } from './connection';
 import { formatBytes, limits } from './limits';
-import { type Outgoing, ROUTES } from './routes';
+import { type CallOptions, type Outgoing, ROUTES } from './routes';
 import { type CallScope, openScope } from './scope';
 import { Failures } from './failures';
 import { headerValue } from './receive';
 import { send } from './send';
 
-export interface FileOptions {
-	itemIndex?: number;
+interface FileOptions extends Omit<CallOptions, 'deadline'> {
 	/** The binary's file name; default the server's or the reference's. */
 	fileName?: string;
-	/** Cap for this file; default `limits.defaultMaxFileBytes`. */
+	/** Cap for this file; default the Max File Size option's default. */
 	maxBytes?: number;
-	/** The whole download; default the file route's. */
-	timeoutMs?: number;
 }
 
 const MIME_BY_EXTENSION: Record<string, string> = {
@@ -124,7 +122,7 @@ async function openFile(
 	ctx: ApiContext,
 	connection: Connection,
 	reference: string,
-	{ itemIndex = 0, maxBytes = limits.defaultMaxFileBytes }: FileOptions,
+	{ itemIndex = 0, maxBytes = maxFileBytes({}) }: FileOptions,
 	scope: CallScope,
 ) {
 	let target: ReturnType<typeof resolveFileReference>;

@@ -8,7 +8,7 @@ import type { IDataObject } from 'n8n-workflow';
 
 import type { ListPage } from '../shared/cursor';
 import type { Connection, ApiContext } from './connection';
-import { ROUTES, type Route } from './routes';
+import { type CallOptions, ROUTES, type Route } from './routes';
 import { openScope } from './scope';
 import { type Answer, type BrokenAnswer, jsonReceiver } from './receive';
 import { send } from './send';
@@ -18,14 +18,6 @@ export { downloadBinary } from './download';
 export { signedFileLink } from './link';
 export type { Answer } from './receive';
 export { PUBLICATIONS_PATH } from './routes';
-
-export interface CallOptions {
-	itemIndex?: number;
-	/** The whole call, retries and waits included; default the route's. */
-	timeoutMs?: number;
-	/** An instant (epoch ms) the call ends by, whatever `timeoutMs` says: a poll's own deadline. */
-	deadline?: number;
-}
 
 async function callJson<T>(
 	ctx: ApiContext,

@@ -10,7 +10,7 @@ import { discard } from './body';
 import type { ApiContext, Connection } from './connection';
 import { decodeName, resolveFileReference } from './download';
 import { LINK_TIMEOUT_MS, SIGNED_LINK_MARGIN_MS, SIGNED_LINK_VALIDITY_MS } from './limits';
-import { type Outgoing, ROUTES } from './routes';
+import { type CallOptions, type Outgoing, ROUTES } from './routes';
 import { openScope } from './scope';
 import { Failures } from './failures';
 import { headerValue } from './receive';
@@ -21,12 +21,6 @@ export interface SignedLink {
 	url: string;
 	/** ISO time by which the link still works: its hour counted from before the request, less a margin. */
 	expiresAt: string;
-}
-
-export interface LinkOptions {
-	itemIndex?: number;
-	/** The whole call, retries included; default `LINK_TIMEOUT_MS`. */
-	timeoutMs?: number;
 }
 
 /** What is wrong with a `Location` as a link to hand out, or the link. */
@@ -50,13 +44,14 @@ function checkedLocation(location: string | undefined, from: string, apiKey: str
 /**
  * Resolves a file reference (an `images[].url` path, a bare file name, or a URL on the credential's
  * origin) to its signed link. Goes through the one send loop: a GET, retried on 429 / 5xx / broken
- * connections within `timeoutMs`; an answer other than a redirect is an error with its facts.
+ * connections within `timeoutMs` (default `LINK_TIMEOUT_MS`); an answer other than a redirect is an
+ * error with its facts.
  */
 export async function signedFileLink(
 	ctx: ApiContext,
 	connection: Connection,
 	reference: string,
-	options: LinkOptions = {},
+	options: Omit<CallOptions, 'deadline'> = {},
 ): Promise<SignedLink> {
 	const itemIndex = options.itemIndex;
 	let target: ReturnType<typeof resolveFileReference> | undefined;

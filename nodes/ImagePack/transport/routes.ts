@@ -33,6 +33,14 @@ export interface Outgoing {
 	sessionId?: string;
 }
 
+export interface CallOptions {
+	itemIndex?: number;
+	/** The whole call, retries and waits included; default the route's. */
+	timeoutMs?: number;
+	/** An instant (epoch ms) the call ends by, whatever `timeoutMs` says: a poll's own deadline. */
+	deadline?: number;
+}
+
 export const PUBLICATIONS_PATH = '/api/v1/image-pack-publications';
 
 export const ROUTES = {
