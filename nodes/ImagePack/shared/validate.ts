@@ -95,9 +95,8 @@ export function parseReferenceImageIds(value: unknown): string[] {
 			continue;
 		}
 		if (typeof entry === 'object') {
-			const id =
-				(entry as { id?: unknown; imageId?: unknown }).id ??
-				(entry as { imageId?: unknown }).imageId;
+			const object = entry as { id?: unknown; imageId?: unknown };
+			const id = object.id ?? object.imageId;
 			if (id === undefined) {
 				throw new ValidationIssue(
 					'referenceImageIds',

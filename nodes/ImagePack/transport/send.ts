@@ -30,10 +30,6 @@ import { type CallScope, pause, remainingMs } from './scope';
 
 const TRANSIENT_STATUSES = new Set([502, 503, 504]);
 
-function isRedirect(status: number): boolean {
-	return status >= 300 && status < 400;
-}
-
 /** Sends one request through n8n's helpers, bounded by the call's scope, redirects never followed. */
 async function exchange(
 	ctx: ApiContext,
@@ -127,10 +123,11 @@ async function attempt<R>(run: Attempt<R>): Promise<Step<R>> {
 	const status = response.statusCode;
 	const header = headerValue(response.headers, 'x-request-id');
 	const requestId = header === undefined ? undefined : redact(header, run.connection.apiKey);
-	if (status < 300 || (isRedirect(status) && out.acceptRedirects)) {
+	const redirect = status >= 300 && status < 400;
+	if (status < 300 || (redirect && out.acceptRedirects)) {
 		return await accepted(run, response, requestId);
 	}
-	if (isRedirect(status)) {
+	if (redirect) {
 		discard(response.body);
 		const location = headerValue(response.headers, 'location');
 		throw fail.redirect(status, location, requestId);
