@@ -99,6 +99,12 @@ function tooLarge(ctx: ApiContext, itemIndex: number, maxBytes: number, { apiKey
 	);
 }
 
+/** The first request for a file: on the file route, its redirect handed back, not refused. */
+export function fileRequest(url: string, authenticated: boolean, itemIndex?: number): Outgoing {
+	const path = new URL(url).pathname;
+	return { route: ROUTES.file, url, path, itemIndex, authenticated, acceptRedirects: true };
+}
+
 /** Where the next hop of a redirect goes, or what is wrong with it. */
 function nextHop(response: IN8nHttpFullResponse, url: string, hop: number): URL | string {
 	const location = headerValue(response.headers, 'location');
@@ -142,14 +148,7 @@ async function openFile(
 		);
 	}
 	let url = target.url;
-	const first: Outgoing = {
-		route: ROUTES.file,
-		url,
-		path: new URL(url).pathname,
-		itemIndex,
-		authenticated: target.authenticated,
-		acceptRedirects: true,
-	};
+	const first = fileRequest(url, target.authenticated, itemIndex);
 	let out = first;
 	for (let hop = 0; ; hop++) {
 		const response = await send(ctx, connection, out, scope, async (answer) => ({ value: answer }));

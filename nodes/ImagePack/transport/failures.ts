@@ -1,6 +1,4 @@
-/**
- * What a failed request cost, decided once from how far it got, and the errors that say so.
- */
+/** What a failed request cost, decided once from how far it got, and the errors that say so. */
 import type { IN8nHttpFullResponse } from 'n8n-workflow';
 
 import {

@@ -8,9 +8,9 @@
 import { imagePackError } from '../shared/errors';
 import { discard } from './body';
 import type { ApiContext, Connection } from './connection';
-import { decodeName, resolveFileReference } from './download';
+import { decodeName, fileRequest, resolveFileReference } from './download';
 import { LINK_TIMEOUT_MS, SIGNED_LINK_MARGIN_MS, SIGNED_LINK_VALIDITY_MS } from './limits';
-import { type CallOptions, type Outgoing, ROUTES } from './routes';
+import type { CallOptions } from './routes';
 import { openScope } from './scope';
 import { Failures } from './failures';
 import { headerValue } from './receive';
@@ -73,14 +73,7 @@ export async function signedFileLink(
 	}
 	const { url } = target;
 	const scope = openScope(ctx, options.timeoutMs ?? LINK_TIMEOUT_MS);
-	const out: Outgoing = {
-		route: ROUTES.file,
-		url,
-		path: new URL(url).pathname,
-		itemIndex,
-		authenticated: true,
-		acceptRedirects: true,
-	};
+	const out = fileRequest(url, true, itemIndex);
 	const fail = new Failures(ctx, connection, out, scope);
 	// The hour starts when the service signs; counting from before sending keeps the expiry on the safe side.
 	const sentAt = Date.now();
