@@ -7,7 +7,7 @@
  */
 import { imagePackError } from '../shared/errors';
 import { discard } from './body';
-import type { ApiContext, Connection } from './connection';
+import { type ApiContext, type Connection, parseUrl } from './connection';
 import { decodeName, fileRequest, resolveFileReference } from './download';
 import { LINK_TIMEOUT_MS, SIGNED_LINK_MARGIN_MS, SIGNED_LINK_VALIDITY_MS } from './limits';
 import type { CallOptions } from './routes';
@@ -26,12 +26,8 @@ export interface SignedLink {
 /** What is wrong with a `Location` as a link to hand out, or the link. */
 function checkedLocation(location: string | undefined, from: string, apiKey: string): URL | string {
 	if (!location) return 'has no Location header';
-	let url: URL;
-	try {
-		url = new URL(location.slice(0, 8192), from);
-	} catch {
-		return 'points to something that is not a valid URL';
-	}
+	const url = parseUrl(location.slice(0, 8192), from);
+	if (!url) return 'points to something that is not a valid URL';
 	if (!/^https?:$/.test(url.protocol)) return `points to a ${url.protocol} address`;
 	// Checked on the decoded form too: an escaped key would still be the key.
 	if (url.toString().includes(apiKey) || decodeName(url.toString()).includes(apiKey)) {
@@ -51,9 +47,8 @@ export async function signedFileLink(
 	ctx: ApiContext,
 	connection: Connection,
 	reference: string,
-	options: Omit<CallOptions, 'deadline'> = {},
+	{ itemIndex, timeoutMs = LINK_TIMEOUT_MS }: Omit<CallOptions, 'deadline'> = {},
 ): Promise<SignedLink> {
-	const itemIndex = options.itemIndex;
 	let target: ReturnType<typeof resolveFileReference> | undefined;
 	try {
 		target = resolveFileReference(reference, connection.baseUrl);
@@ -72,7 +67,7 @@ export async function signedFileLink(
 		);
 	}
 	const { url } = target;
-	const scope = openScope(ctx, options.timeoutMs ?? LINK_TIMEOUT_MS);
+	const scope = openScope(ctx, timeoutMs);
 	const out = fileRequest(url, true, itemIndex);
 	const fail = new Failures(ctx, connection, out, scope);
 	// The hour starts when the service signs; counting from before sending keeps the expiry on the safe side.

@@ -136,11 +136,7 @@ async function attempt<R>(run: Attempt<R>): Promise<Step<R>> {
 }
 
 /** An answer the caller takes: its value, or a broken body read again (GET) or reported. */
-async function accepted<R>(
-	run: Attempt<R>,
-	response: IN8nHttpFullResponse,
-	requestId: string | undefined,
-): Promise<Step<R>> {
+async function accepted<R>(run: Attempt<R>, response: IN8nHttpFullResponse, requestId?: string) {
 	const received = await run.receive(response, requestId);
 	if ('value' in received) return received;
 	if (run.scope.signal.aborted) throw run.fail.network();
@@ -157,11 +153,7 @@ async function accepted<R>(
 }
 
 /** An error answer: 429 rate_limited waits for Retry-After, a GET retries 502/503/504, the rest fails. */
-async function refused<R>(
-	run: Attempt<R>,
-	response: IN8nHttpFullResponse,
-	requestId: string | undefined,
-): Promise<Step<R>> {
+async function refused<R>(run: Attempt<R>, response: IN8nHttpFullResponse, requestId?: string) {
 	const { scope, fail, number } = run;
 	const status = response.statusCode;
 	let text = '';
