@@ -2,6 +2,8 @@
  * Checks a Generate request against the catalog before anything is sent, and builds the API body.
  * Pure: no n8n, no HTTP. Every failure names the parameter and the allowed values.
  */
+import type { INodeProperties } from 'n8n-workflow';
+
 import {
 	AUTO_MODEL,
 	type ImageCount,
@@ -165,13 +167,8 @@ function promptText(value: unknown): string {
 	return prompt;
 }
 
-/** What `boundedNumber` reads of a number parameter's definition (n8n's `INodeProperties`). */
-export interface NumberProperty {
-	name: string;
-	displayName: string;
-	default: unknown;
-	typeOptions?: { minValue?: number; maxValue?: number; numberPrecision?: number };
-}
+/** What `boundedNumber` reads of a number parameter's definition. */
+type NumberProperty = Pick<INodeProperties, 'name' | 'displayName' | 'default' | 'typeOptions'>;
 
 /**
  * A number parameter's value, bounded by the parameter's own definition, the one place its default
