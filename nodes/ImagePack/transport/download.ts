@@ -201,24 +201,16 @@ export async function downloadBinary(
 			{ route: ROUTES.file, url: '', path: 'file download', itemIndex, authenticated: false },
 			scope,
 		).network('ERR_BAD_RESPONSE');
+	const fileName = options.fileName || file.fileName;
 	let binary: IBinaryData;
 	try {
-		binary = await ctx.helpers.prepareBinaryData(
-			file.body as Buffer,
-			options.fileName || file.fileName,
-			file.mimeType,
-		);
+		binary = await ctx.helpers.prepareBinaryData(file.body as Buffer, fileName, file.mimeType);
 	} catch (error) {
 		if (error instanceof BodyTooLarge) throw tooLarge(ctx, itemIndex, error.maxBytes, connection);
 		throw cutOff();
 	}
-	if (
-		file.contentLength !== undefined &&
-		binary.bytes !== undefined &&
-		binary.bytes < file.contentLength
-	) {
-		throw cutOff();
-	}
+	// Fewer bytes than announced: the body broke off.
+	if (binary.bytes !== undefined && binary.bytes < (file.contentLength ?? 0)) throw cutOff();
 	// n8n versions that do not count the bytes still get the announced length.
 	binary.bytes ??= file.contentLength;
 	return binary;
