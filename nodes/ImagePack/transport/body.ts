@@ -19,8 +19,7 @@ interface Stream extends AsyncIterable<Buffer | string> {
 function isStream(body: unknown): body is Stream {
 	return (
 		typeof body === 'object' &&
-		body !== null &&
-		typeof (body as Stream)[Symbol.asyncIterator] === 'function'
+		typeof (body as Stream | null)?.[Symbol.asyncIterator] === 'function'
 	);
 }
 
