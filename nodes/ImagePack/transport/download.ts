@@ -109,7 +109,7 @@ export function fileRequest(url: string, authenticated: boolean, itemIndex?: num
 function nextHop(response: IN8nHttpFullResponse, url: string, hop: number): URL | string {
 	const location = headerValue(response.headers, 'location');
 	if (!location) return 'has no Location header';
-	const next = parseUrl(new URL(location, url).toString().slice(0, 8192));
+	const next = parseUrl(location.slice(0, 8192), url);
 	if (!next) return `points to "${location.slice(0, 100)}", which is not a valid URL`;
 	if (!/^https?:$/.test(next.protocol))
 		return `points to a ${next.protocol} address, which is never followed`;
