@@ -9,6 +9,9 @@ import type {
 
 const REDIRECT_STATUSES = [301, 302, 303, 307, 308];
 
+const onStatus = (value: number, message: string) =>
+	({ type: 'responseCode', properties: { value, message } }) as const;
+
 /**
  * Base URL + `sk_` API key, sent as `Authorization: Bearer <key>` (trimmed: keys pasted from the
  * developer center often carry a trailing space or newline).
@@ -74,37 +77,24 @@ export class ImagePackApi implements ICredentialType {
 			disableFollowRedirect: true,
 		},
 		rules: [
-			...REDIRECT_STATUSES.map((status) => ({
-				type: 'responseCode' as const,
-				properties: {
-					value: status,
-					message: `The Base URL answered with a redirect (${status}); the key is never sent on to another address. Use the address the service itself answers on (check http versus https, the host and the port).`,
-				},
-			})),
-			{
-				type: 'responseCode',
-				properties: {
-					value: 401,
-					message:
-						'The API key is missing, invalid, revoked or expired (401). Copy a valid key (it starts with sk_) from the developer center.',
-				},
-			},
-			{
-				type: 'responseCode',
-				properties: {
-					value: 403,
-					message:
-						'The key is valid but lacks the documents:read scope (403 insufficient_scope), which Get Publication, Get Many Publications and the Image Pack Trigger need. Generate needs generate:write and downloads need assets:read.',
-				},
-			},
-			{
-				type: 'responseCode',
-				properties: {
-					value: 404,
-					message:
-						'The Base URL answered, but not with the Image Pack API (404). Use the address of the service itself, without /api.',
-				},
-			},
+			...REDIRECT_STATUSES.map((status) =>
+				onStatus(
+					status,
+					`The Base URL answered with a redirect (${status}); the key is never sent on to another address. Use the address the service itself answers on (check http versus https, the host and the port).`,
+				),
+			),
+			onStatus(
+				401,
+				'The API key is missing, invalid, revoked or expired (401). Copy a valid key (it starts with sk_) from the developer center.',
+			),
+			onStatus(
+				403,
+				'The key is valid but lacks the documents:read scope (403 insufficient_scope), which Get Publication, Get Many Publications and the Image Pack Trigger need. Generate needs generate:write and downloads need assets:read.',
+			),
+			onStatus(
+				404,
+				'The Base URL answered, but not with the Image Pack API (404). Use the address of the service itself, without /api.',
+			),
 		],
 	};
 }

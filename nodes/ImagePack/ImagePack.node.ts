@@ -29,10 +29,7 @@ export class ImagePack implements INodeType {
 		...versionDescription,
 	};
 
-	methods = {
-		loadOptions: { getRatios, getResolutions },
-		listSearch: { searchPublications },
-	};
+	methods = { loadOptions: { getRatios, getResolutions }, listSearch: { searchPublications } };
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		return await router.call(this);

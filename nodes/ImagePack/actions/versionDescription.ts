@@ -11,9 +11,6 @@ import { OPERATIONS, type OperationName } from '../shared/operations';
 import { TOOL_DESCRIPTIONS } from '../shared/tool';
 
 const operations = Object.keys(OPERATIONS) as OperationName[];
-const titles = Object.fromEntries(
-	operations.map((operation) => [operation, OPERATIONS[operation].title]),
-);
 
 /**
  * Only in the tool variant n8n derives from `usableAsTool` ("Image Pack Tool"): the description the
@@ -62,6 +59,7 @@ export const usableAsTool: INodeTypeDescription['usableAsTool'] = {
 };
 
 /** The editor's line under the node: the operation's title, and Generate's model. */
+const titles = Object.fromEntries(operations.map((name) => [name, OPERATIONS[name].title]));
 export const subtitle = `={{ ${JSON.stringify(titles)}[$parameter["operation"]] + ($parameter["operation"] === "generate" ? " · " + $parameter["model"] : "") }}`;
 
 export const versionDescription: Pick<INodeTypeDescription, 'builderHint' | 'properties'> = {

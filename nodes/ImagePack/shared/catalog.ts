@@ -51,10 +51,14 @@ export interface ModelSpec {
 }
 
 const ALL_BUT_4_5 = RATIOS.filter((ratio) => ratio !== '4:5');
-const GPT_PRICE = {
-	by: 'quality',
-	credits: { low: 5, medium: 15, high: 50 },
-	perReference: 1,
+/** GPT Image 2 and 2.5 differ only in name and status. */
+const GPT_IMAGE = {
+	ratios: RATIOS,
+	resolutions: RESOLUTIONS,
+	defaultResolution: '1K',
+	usesQuality: true,
+	referenceLimit: 16,
+	price: { by: 'quality', credits: { low: 5, medium: 15, high: 50 }, perReference: 1 },
 } as const;
 
 export const MODELS: readonly ModelSpec[] = [
@@ -63,34 +67,14 @@ export const MODELS: readonly ModelSpec[] = [
 		displayName: 'Nano Banana 2',
 		status: 'Stable',
 		ratios: RATIOS,
-		resolutions: ['1K', '2K', '4K'],
+		resolutions: RESOLUTIONS,
 		defaultResolution: '2K',
 		usesQuality: false,
 		referenceLimit: 14,
 		price: { by: 'resolution', credits: { '1K': 12, '2K': 16, '4K': 23 } },
 	},
-	{
-		id: 'gpt-image-2',
-		displayName: 'GPT Image 2',
-		status: 'Stable',
-		ratios: RATIOS,
-		resolutions: ['1K', '2K', '4K'],
-		defaultResolution: '1K',
-		usesQuality: true,
-		referenceLimit: 16,
-		price: GPT_PRICE,
-	},
-	{
-		id: 'gpt-image-2.5',
-		displayName: 'GPT Image 2.5',
-		status: 'Testing',
-		ratios: RATIOS,
-		resolutions: ['1K', '2K', '4K'],
-		defaultResolution: '1K',
-		usesQuality: true,
-		referenceLimit: 16,
-		price: GPT_PRICE,
-	},
+	{ id: 'gpt-image-2', displayName: 'GPT Image 2', status: 'Stable', ...GPT_IMAGE },
+	{ id: 'gpt-image-2.5', displayName: 'GPT Image 2.5', status: 'Testing', ...GPT_IMAGE },
 	{
 		id: 'seedream-5-0-pro',
 		displayName: 'Seedream 5.0 Pro',

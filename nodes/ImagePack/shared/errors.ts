@@ -238,8 +238,7 @@ export function imagePackError(
 	const { itemIndex } = clean;
 	// The description always says a generation may have run; the message too when the service gave
 	// no failure status of its own (no answer, or a 2xx that could not be read).
-	const uncertain = clean.charge === 'may_have_been_charged';
-	const hint = uncertain ? chargeHint(clean.sessionId) : undefined;
+	const hint = clean.charge === 'may_have_been_charged' ? chargeHint(clean.sessionId) : undefined;
 	const noFailureStatus = !clean.httpStatus || clean.httpStatus < 300;
 	const reason = redact(
 		hint && noFailureStatus ? `${words.message}. ${hint}` : words.message,
@@ -275,9 +274,9 @@ export function errorFacts(error: unknown) {
 		httpStatus: typeof status === 'number' && status > 0 ? status : null,
 		requestId: typeof context.requestId === 'string' ? context.requestId : null,
 		charge: (typeof context.charge === 'string' ? context.charge : 'not_sent') as ChargeOutcome,
-		apiMessage: typeof context.apiMessage === 'string' ? context.apiMessage : null,
 		sessionId: typeof context.sessionId === 'string' ? context.sessionId : null,
 		parameter: typeof context.parameter === 'string' ? context.parameter : null,
+		apiMessage: typeof context.apiMessage === 'string' ? context.apiMessage : null,
 		reason: typeof context.reason === 'string' ? context.reason : errorMessage(error),
 	};
 }

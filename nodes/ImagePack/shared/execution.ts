@@ -89,15 +89,9 @@ export async function mapWithConcurrency<T, R>(
  * check a generation that may have been charged (null: the newest "API generation" session).
  */
 export function errorItem(error: unknown, itemIndex: number): INodeExecutionData {
-	const { code, httpStatus, requestId, charge, sessionId, parameter, apiMessage } =
-		errorFacts(error);
-	return {
-		json: {
-			error: errorMessage(error),
-			details: { code, httpStatus, requestId, charge, sessionId, parameter, apiMessage },
-		},
-		pairedItem: { item: itemIndex },
-	};
+	const details: Partial<ReturnType<typeof errorFacts>> = errorFacts(error);
+	delete details.reason; // the message without the item: `error` holds the whole message
+	return { json: { error: errorMessage(error), details }, pairedItem: { item: itemIndex } };
 }
 
 /**

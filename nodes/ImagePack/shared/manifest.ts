@@ -50,12 +50,7 @@ const firstString = (object: Json, keys: string[]): string | undefined => {
 	return undefined;
 };
 
-function imageFrom(
-	item: unknown,
-	group: string,
-	note: string | null,
-	position: number,
-): NormalizedImage {
+function imageFrom(item: unknown, group: string, note: string | null, position: number) {
 	const object = asObject(item) ?? {};
 	const url = object.download_url ?? object.downloadUrl;
 	return {
@@ -67,11 +62,7 @@ function imageFrom(
 	};
 }
 
-function finish(
-	schemaVersion: number,
-	notes: NormalizedNote[],
-	images: NormalizedImage[],
-): NormalizedManifest {
+function finish(schemaVersion: number, notes: NormalizedNote[], images: NormalizedImage[]) {
 	const deletedImages = images.filter((image) => image.download_url === null).length;
 	return { schemaVersion, notes, images, deletedImages };
 }

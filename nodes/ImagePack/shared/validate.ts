@@ -2,6 +2,8 @@
  * Checks a Generate request against the catalog before anything is sent, and builds the API body.
  * Pure: no n8n, no HTTP. Every failure names the parameter and the allowed values.
  */
+import type { INodeProperties } from 'n8n-workflow';
+
 import {
 	AUTO_MODEL,
 	type ImageCount,
@@ -66,19 +68,9 @@ export class ValidationIssue extends Error {
 /** How deep a reference list may nest (lists of lists, objects with ids). */
 const MAX_REFERENCE_NESTING = 8;
 
-/** The first C0 control character other than tab and line breaks, or DEL: never meant for a prompt. */
-function controlCharacter(text: string): number | undefined {
-	for (let index = 0; index < text.length; index++) {
-		const code = text.charCodeAt(index);
-		if ((code < 0x20 && code !== 0x09 && code !== 0x0a && code !== 0x0d) || code === 0x7f) {
-			return code;
-		}
-	}
-	return undefined;
-}
-
-const list = (values: readonly (string | number)[]) =>
-	values.map((value) => String(value)).join(', ');
+/** C0 control characters other than tab and line breaks, and DEL: never meant for a prompt. */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL_CHARACTER = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/;
 
 /**
  * Reference image ids from whatever the user wired in: a comma/space separated string, an array of
@@ -105,9 +97,8 @@ export function parseReferenceImageIds(value: unknown): string[] {
 			continue;
 		}
 		if (typeof entry === 'object') {
-			const id =
-				(entry as { id?: unknown; imageId?: unknown }).id ??
-				(entry as { imageId?: unknown }).imageId;
+			const object = entry as { id?: unknown; imageId?: unknown };
+			const id = object.id ?? object.imageId;
 			if (id === undefined) {
 				throw new ValidationIssue(
 					'referenceImageIds',
@@ -149,7 +140,7 @@ function oneOf<T extends string | number>(
 	if (match === undefined) {
 		throw new ValidationIssue(
 			parameter,
-			`${label} "${String(value)}" is not allowed${context}. Allowed values: ${list(allowed)}`,
+			`${label} "${String(value)}" is not allowed${context}. Allowed values: ${allowed.join(', ')}`,
 		);
 	}
 	return match;
@@ -165,9 +156,9 @@ function promptText(value: unknown): string {
 		);
 	}
 	const prompt = String(value).trim();
-	const control = controlCharacter(prompt);
-	if (control !== undefined) {
-		const code = control.toString(16).toUpperCase().padStart(4, '0');
+	const control = CONTROL_CHARACTER.exec(prompt);
+	if (control) {
+		const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
 		throw new ValidationIssue(
 			'prompt',
 			`Prompt contains the control character U+${code}, which is never part of a prompt. Allowed values: text (tabs and line breaks are fine)`,
@@ -176,13 +167,8 @@ function promptText(value: unknown): string {
 	return prompt;
 }
 
-/** What `boundedNumber` reads of a number parameter's definition (n8n's `INodeProperties`). */
-export interface NumberProperty {
-	name: string;
-	displayName: string;
-	default: unknown;
-	typeOptions?: { minValue?: number; maxValue?: number; numberPrecision?: number };
-}
+/** What `boundedNumber` reads of a number parameter's definition. */
+type NumberProperty = Pick<INodeProperties, 'name' | 'displayName' | 'default' | 'typeOptions'>;
 
 /**
  * A number parameter's value, bounded by the parameter's own definition, the one place its default
@@ -233,14 +219,9 @@ function checkedChoices(parameters: GenerateParameters, referenceCount: number) 
 	const model = findModel(modelId);
 	const on = model ? ` for ${model.id}` : '';
 	const ratio = oneOf('ratio', 'Ratio', parameters.ratio, model?.ratios ?? RATIOS, on);
+	const resolutions = model?.resolutions ?? RESOLUTIONS;
 	const resolution = parameters.resolution
-		? oneOf(
-				'resolution',
-				'Resolution',
-				parameters.resolution,
-				model?.resolutions ?? RESOLUTIONS,
-				on,
-			)
+		? oneOf('resolution', 'Resolution', parameters.resolution, resolutions, on)
 		: undefined;
 	const n = oneOf('n', 'Number of images', parameters.n, IMAGE_COUNTS);
 	const purpose = oneOf('purpose', 'Purpose', parameters.purpose || 'free', PURPOSES);

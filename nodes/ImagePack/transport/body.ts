@@ -2,7 +2,6 @@
 import type { CallScope } from './scope';
 import { formatBytes } from './limits';
 
-/** Marks a body that went over its cap. */
 export class BodyTooLarge extends Error {
 	readonly code = 'ERR_BODY_TOO_LARGE';
 
@@ -20,8 +19,7 @@ interface Stream extends AsyncIterable<Buffer | string> {
 function isStream(body: unknown): body is Stream {
 	return (
 		typeof body === 'object' &&
-		body !== null &&
-		typeof (body as Stream)[Symbol.asyncIterator] === 'function'
+		typeof (body as Stream | null)?.[Symbol.asyncIterator] === 'function'
 	);
 }
 

@@ -25,9 +25,9 @@ export interface Connection {
 	credential: ICredentialsDecrypted;
 }
 
-export function parseUrl(text: string): URL | undefined {
+export function parseUrl(text: string, base?: string): URL | undefined {
 	try {
-		return new URL(text);
+		return new URL(text, base);
 	} catch {
 		return undefined;
 	}

@@ -12,23 +12,21 @@ import type {
 } from 'n8n-workflow';
 
 import { imagePackError } from '../shared/errors';
+import { maxFileBytes } from '../shared/execution';
 import { BodyTooLarge, discard, guardStream } from './body';
 import { type ApiContext, type Connection, parseUrl } from './connection';
 import { formatBytes, limits } from './limits';
-import { type Outgoing, ROUTES } from './routes';
+import { type CallOptions, type Outgoing, ROUTES } from './routes';
 import { type CallScope, openScope } from './scope';
 import { Failures } from './failures';
 import { headerValue } from './receive';
 import { send } from './send';
 
-export interface FileOptions {
-	itemIndex?: number;
+interface FileOptions extends Omit<CallOptions, 'deadline'> {
 	/** The binary's file name; default the server's or the reference's. */
 	fileName?: string;
-	/** Cap for this file; default `limits.defaultMaxFileBytes`. */
+	/** Cap for this file; default the Max File Size option's default. */
 	maxBytes?: number;
-	/** The whole download; default the file route's. */
-	timeoutMs?: number;
 }
 
 const MIME_BY_EXTENSION: Record<string, string> = {
@@ -74,19 +72,15 @@ export function resolveFileReference(
 	const root = baseUrl.trim().replace(/\/+$/, '');
 	const base = parseUrl(`${root}/`);
 	if (!base) throw new FileReferenceError(`the credential's Base URL "${root}" is not a valid URL`);
-	let url: URL | undefined;
-	if (/^[a-z][a-z0-9+.-]*:/i.test(trimmed) && !/^https?:\/\//i.test(trimmed)) {
+	const absolute = /^https?:\/\//i.test(trimmed);
+	if (/^[a-z][a-z0-9+.-]*:/i.test(trimmed) && !absolute) {
 		throw new FileReferenceError(
 			`"${trimmed.slice(0, 100)}" is not an http(s) address; only http:// and https:// files are downloaded`,
 		);
 	}
-	if (/^https?:\/\//i.test(trimmed)) {
-		url = parseUrl(trimmed);
-	} else if (trimmed.startsWith('/')) {
-		url = parseUrl(`${root}${trimmed}`);
-	} else {
-		url = parseUrl(`${root}/api/file/${encodeURIComponent(trimmed)}`);
-	}
+	// A path on the API's origin, or a bare file name of the file endpoint.
+	const path = trimmed.startsWith('/') ? trimmed : `/api/file/${encodeURIComponent(trimmed)}`;
+	const url = parseUrl(absolute ? trimmed : `${root}${path}`);
 	if (!url) throw new FileReferenceError(`"${trimmed.slice(0, 100)}" is not a valid URL`);
 	const fileName = decodeName(url.pathname.split('/').pop() ?? '') || 'file';
 	return { url: url.toString(), authenticated: url.origin === base.origin, fileName };
@@ -105,11 +99,17 @@ function tooLarge(ctx: ApiContext, itemIndex: number, maxBytes: number, { apiKey
 	);
 }
 
+/** The first request for a file: on the file route, its redirect handed back, not refused. */
+export function fileRequest(url: string, authenticated: boolean, itemIndex?: number): Outgoing {
+	const path = new URL(url).pathname;
+	return { route: ROUTES.file, url, path, itemIndex, authenticated, acceptRedirects: true };
+}
+
 /** Where the next hop of a redirect goes, or what is wrong with it. */
 function nextHop(response: IN8nHttpFullResponse, url: string, hop: number): URL | string {
 	const location = headerValue(response.headers, 'location');
 	if (!location) return 'has no Location header';
-	const next = parseUrl(new URL(location, url).toString().slice(0, 8192));
+	const next = parseUrl(location.slice(0, 8192), url);
 	if (!next) return `points to "${location.slice(0, 100)}", which is not a valid URL`;
 	if (!/^https?:$/.test(next.protocol))
 		return `points to a ${next.protocol} address, which is never followed`;
@@ -128,7 +128,7 @@ async function openFile(
 	ctx: ApiContext,
 	connection: Connection,
 	reference: string,
-	{ itemIndex = 0, maxBytes = limits.defaultMaxFileBytes }: FileOptions,
+	{ itemIndex = 0, maxBytes = maxFileBytes({}) }: FileOptions,
 	scope: CallScope,
 ) {
 	let target: ReturnType<typeof resolveFileReference>;
@@ -148,14 +148,7 @@ async function openFile(
 		);
 	}
 	let url = target.url;
-	const first: Outgoing = {
-		route: ROUTES.file,
-		url,
-		path: new URL(url).pathname,
-		itemIndex,
-		authenticated: target.authenticated,
-		acceptRedirects: true,
-	};
+	const first = fileRequest(url, target.authenticated, itemIndex);
 	let out = first;
 	for (let hop = 0; ; hop++) {
 		const response = await send(ctx, connection, out, scope, async (answer) => ({ value: answer }));
@@ -179,14 +172,8 @@ async function openFile(
 		discard(response.body);
 		const next = nextHop(response, url, hop);
 		if (typeof next === 'string') {
-			const requestId = headerValue(response.headers, 'x-request-id');
-			const info = {
-				code: 'bad_redirect',
-				httpStatus: response.statusCode,
-				requestId,
-				apiMessage: `the redirect ${next}`,
-			};
-			throw new Failures(ctx, connection, first, scope).answer(info, 'refused');
+			const fail = new Failures(ctx, connection, first, scope);
+			throw fail.fileAnswer(response, 'bad_redirect', `the redirect ${next}`);
 		}
 		url = next.toString();
 		// The key stays with the API: every hop after the first is fetched without it.
@@ -214,24 +201,16 @@ export async function downloadBinary(
 			{ route: ROUTES.file, url: '', path: 'file download', itemIndex, authenticated: false },
 			scope,
 		).network('ERR_BAD_RESPONSE');
+	const fileName = options.fileName || file.fileName;
 	let binary: IBinaryData;
 	try {
-		binary = await ctx.helpers.prepareBinaryData(
-			file.body as Buffer,
-			options.fileName || file.fileName,
-			file.mimeType,
-		);
+		binary = await ctx.helpers.prepareBinaryData(file.body as Buffer, fileName, file.mimeType);
 	} catch (error) {
 		if (error instanceof BodyTooLarge) throw tooLarge(ctx, itemIndex, error.maxBytes, connection);
 		throw cutOff();
 	}
-	if (
-		file.contentLength !== undefined &&
-		binary.bytes !== undefined &&
-		binary.bytes < file.contentLength
-	) {
-		throw cutOff();
-	}
+	// Fewer bytes than announced: the body broke off.
+	if (binary.bytes !== undefined && binary.bytes < (file.contentLength ?? 0)) throw cutOff();
 	// n8n versions that do not count the bytes still get the announced length.
 	binary.bytes ??= file.contentLength;
 	return binary;

@@ -1,6 +1,6 @@
-/**
- * What a failed request cost, decided once from how far it got, and the errors that say so.
- */
+/** What a failed request cost, decided once from how far it got, and the errors that say so. */
+import type { IN8nHttpFullResponse } from 'n8n-workflow';
+
 import {
 	type ApiErrorInfo,
 	type ChargeOutcome,
@@ -11,6 +11,7 @@ import {
 	redact,
 } from '../shared/errors';
 import type { ApiContext, Connection } from './connection';
+import { headerValue } from './receive';
 import { type Outgoing, type Route, routeOf } from './routes';
 import type { CallScope } from './scope';
 
@@ -94,6 +95,13 @@ export class Failures {
 			message ?? englishMessage(info, routeOf(this.out.path)),
 			errorDescription(info, extra),
 		);
+	}
+
+	/** The file endpoint answered, but not with a redirect the node can use: `problem` says why. */
+	fileAnswer(response: IN8nHttpFullResponse, code: string, problem: string, message?: string) {
+		const requestId = headerValue(response.headers, 'x-request-id');
+		const info = { code, httpStatus: response.statusCode, requestId, apiMessage: problem };
+		return this.answer(info, 'refused', undefined, message);
 	}
 
 	/** A redirect the node will not follow (the key stays home), naming where it pointed. */

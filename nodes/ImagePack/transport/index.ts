@@ -8,7 +8,7 @@ import type { IDataObject } from 'n8n-workflow';
 
 import type { ListPage } from '../shared/publications';
 import type { Connection, ApiContext } from './connection';
-import { ROUTES, type Route } from './routes';
+import { type CallOptions, ROUTES, type Route } from './routes';
 import { openScope } from './scope';
 import { type Answer, type BrokenAnswer, jsonReceiver } from './receive';
 import { send } from './send';
@@ -18,14 +18,6 @@ export { downloadBinary } from './download';
 export { signedFileLink } from './link';
 export type { Answer } from './receive';
 export { PUBLICATIONS_PATH } from './routes';
-
-export interface CallOptions {
-	itemIndex?: number;
-	/** The whole call, retries and waits included; default the route's. */
-	timeoutMs?: number;
-	/** An instant (epoch ms) the call ends by, whatever `timeoutMs` says: a poll's own deadline. */
-	deadline?: number;
-}
 
 async function callJson<T>(
 	ctx: ApiContext,
@@ -79,24 +71,15 @@ export async function generate<T extends IDataObject>(
 	ctx: ApiContext,
 	connection: Connection,
 	body: IDataObject & { session_id?: string },
-	{ acceptLanguage, ...options }: CallOptions & { acceptLanguage: string },
+	{ acceptLanguage, ...options }: CallOptions & { acceptLanguage: string; timeoutMs: number },
 ): Promise<Answer<T>> {
-	const request = {
-		body,
-		headers: { 'Accept-Language': acceptLanguage },
-		sessionId: body.session_id,
-	};
-	return await callJson<T>(
-		ctx,
-		connection,
-		ROUTES.generate,
-		request,
-		options,
-		(broken, status, requestId) => ({
-			body: {} as T,
-			status,
-			requestId,
-			unreadable: `${broken.problem}${broken.snippet ? ` (it began: ${broken.snippet})` : ''}`,
-		}),
-	);
+	const headers = { 'Accept-Language': acceptLanguage };
+	const request = { body, headers, sessionId: body.session_id };
+	const keepUnreadable = (broken: BrokenAnswer, status: number, requestId?: string) => ({
+		body: {} as T,
+		status,
+		requestId,
+		unreadable: `${broken.problem}${broken.snippet ? ` (it began: ${broken.snippet})` : ''}`,
+	});
+	return await callJson<T>(ctx, connection, ROUTES.generate, request, options, keepUnreadable);
 }

@@ -5,8 +5,6 @@
 
 const MIB = 1024 * 1024;
 
-/** Generation may run for 5 minutes; n8n's helpers give up at 300 s unless told otherwise. */
-export const GENERATE_TIMEOUT_MS = 330_000;
 /** A whole read call (list, detail), retries included. */
 export const DEFAULT_TIMEOUT_MS = 60_000;
 /** A whole file download (redirects and body). */
@@ -15,10 +13,7 @@ export const DOWNLOAD_TIMEOUT_MS = 300_000;
 export const LINK_TIMEOUT_MS = 30_000;
 /** How long the file endpoint's signed link works (API document §4.4). */
 export const SIGNED_LINK_VALIDITY_MS = 60 * 60 * 1000;
-/**
- * Taken off the hour when the node states a link's expiry: clocks of n8n and the service may differ,
- * and a stated time should be one the link still works at.
- */
+/** Taken off the hour in a link's stated expiry: the clocks of n8n and the service may differ. */
 export const SIGNED_LINK_MARGIN_MS = 5 * 60 * 1000;
 
 export const limits = {
@@ -26,8 +21,6 @@ export const limits = {
 	maxJsonBytes: 16 * MIB,
 	/** Error bodies are short; only this much of one is read. */
 	maxErrorBodyBytes: 64 * 1024,
-	/** Default cap per downloaded file (the Max File Size option overrides it). */
-	defaultMaxFileBytes: 200 * MIB,
 	/** Redirect hops followed (without the key) after the file endpoint's own 302. */
 	maxSignedLinkRedirects: 5,
 };

@@ -7,10 +7,10 @@
  */
 import { imagePackError } from '../shared/errors';
 import { discard } from './body';
-import type { ApiContext, Connection } from './connection';
-import { decodeName, resolveFileReference } from './download';
+import { type ApiContext, type Connection, parseUrl } from './connection';
+import { decodeName, fileRequest, resolveFileReference } from './download';
 import { LINK_TIMEOUT_MS, SIGNED_LINK_MARGIN_MS, SIGNED_LINK_VALIDITY_MS } from './limits';
-import { type Outgoing, ROUTES } from './routes';
+import type { CallOptions } from './routes';
 import { openScope } from './scope';
 import { Failures } from './failures';
 import { headerValue } from './receive';
@@ -23,21 +23,11 @@ export interface SignedLink {
 	expiresAt: string;
 }
 
-export interface LinkOptions {
-	itemIndex?: number;
-	/** The whole call, retries included; default `LINK_TIMEOUT_MS`. */
-	timeoutMs?: number;
-}
-
 /** What is wrong with a `Location` as a link to hand out, or the link. */
 function checkedLocation(location: string | undefined, from: string, apiKey: string): URL | string {
 	if (!location) return 'has no Location header';
-	let url: URL;
-	try {
-		url = new URL(location.slice(0, 8192), from);
-	} catch {
-		return 'points to something that is not a valid URL';
-	}
+	const url = parseUrl(location.slice(0, 8192), from);
+	if (!url) return 'points to something that is not a valid URL';
 	if (!/^https?:$/.test(url.protocol)) return `points to a ${url.protocol} address`;
 	// Checked on the decoded form too: an escaped key would still be the key.
 	if (url.toString().includes(apiKey) || decodeName(url.toString()).includes(apiKey)) {
@@ -50,15 +40,15 @@ function checkedLocation(location: string | undefined, from: string, apiKey: str
 /**
  * Resolves a file reference (an `images[].url` path, a bare file name, or a URL on the credential's
  * origin) to its signed link. Goes through the one send loop: a GET, retried on 429 / 5xx / broken
- * connections within `timeoutMs`; an answer other than a redirect is an error with its facts.
+ * connections within `timeoutMs` (default `LINK_TIMEOUT_MS`); an answer other than a redirect is an
+ * error with its facts.
  */
 export async function signedFileLink(
 	ctx: ApiContext,
 	connection: Connection,
 	reference: string,
-	options: LinkOptions = {},
+	{ itemIndex, timeoutMs = LINK_TIMEOUT_MS }: Omit<CallOptions, 'deadline'> = {},
 ): Promise<SignedLink> {
-	const itemIndex = options.itemIndex;
 	let target: ReturnType<typeof resolveFileReference> | undefined;
 	try {
 		target = resolveFileReference(reference, connection.baseUrl);
@@ -77,46 +67,22 @@ export async function signedFileLink(
 		);
 	}
 	const { url } = target;
-	const scope = openScope(ctx, options.timeoutMs ?? LINK_TIMEOUT_MS);
-	const out: Outgoing = {
-		route: ROUTES.file,
-		url,
-		path: new URL(url).pathname,
-		itemIndex,
-		authenticated: true,
-		acceptRedirects: true,
-	};
+	const scope = openScope(ctx, timeoutMs);
+	const out = fileRequest(url, true, itemIndex);
 	const fail = new Failures(ctx, connection, out, scope);
 	// The hour starts when the service signs; counting from before sending keeps the expiry on the safe side.
 	const sentAt = Date.now();
 	const response = await send(ctx, connection, out, scope, async (answer) => ({ value: answer }));
 	discard(response.body);
-	const requestId = headerValue(response.headers, 'x-request-id');
 	if (response.statusCode < 300) {
-		throw fail.answer(
-			{
-				code: 'no_signed_link',
-				httpStatus: response.statusCode,
-				requestId,
-				apiMessage:
-					'the file endpoint served the file itself instead of redirecting to a signed link',
-			},
-			'refused',
-		);
+		const problem =
+			'the file endpoint served the file itself instead of redirecting to a signed link';
+		throw fail.fileAnswer(response, 'no_signed_link', problem);
 	}
 	const link = checkedLocation(headerValue(response.headers, 'location'), url, connection.apiKey);
 	if (typeof link === 'string') {
-		throw fail.answer(
-			{
-				code: 'bad_redirect',
-				httpStatus: response.statusCode,
-				requestId,
-				apiMessage: `the redirect ${link}`,
-			},
-			'refused',
-			undefined,
-			`The file endpoint's redirect ${link}: no signed link was made`,
-		);
+		const message = `The file endpoint's redirect ${link}: no signed link was made`;
+		throw fail.fileAnswer(response, 'bad_redirect', `the redirect ${link}`, message);
 	}
 	const expiresAt = new Date(sentAt + SIGNED_LINK_VALIDITY_MS - SIGNED_LINK_MARGIN_MS);
 	return { url: link.toString(), expiresAt: expiresAt.toISOString() };

@@ -45,13 +45,8 @@ export function jsonReceiver<T>(connection: Connection, scope: CallScope): Recei
 				const body = redactDeep(parsed, connection.apiKey) as T;
 				return { value: { body, status: response.statusCode, requestId } };
 			}
-			return {
-				broken: {
-					code: 'non_json_response',
-					problem: 'the answer is JSON but not an object',
-					snippet,
-				},
-			};
+			const problem = 'the answer is JSON but not an object';
+			return { broken: { code: 'non_json_response', problem, snippet } };
 		} catch (error) {
 			if (error instanceof BodyTooLarge) {
 				const problem = `the answer is ${error.message}, more than an API answer can be`;

@@ -6,18 +6,16 @@
 import type { IDataObject, IHttpRequestMethods } from 'n8n-workflow';
 
 import type { RouteFacts } from '../shared/errors';
-import { DEFAULT_TIMEOUT_MS, DOWNLOAD_TIMEOUT_MS, GENERATE_TIMEOUT_MS } from './limits';
+import { DEFAULT_TIMEOUT_MS, DOWNLOAD_TIMEOUT_MS } from './limits';
 
-/** A route: its scope, whether it costs credits (a failure after sending may have been charged) and what a 404 means there. */
 export interface Route extends RouteFacts {
 	method: IHttpRequestMethods;
 	/** The path, or the prefix of paths that take an id or a file name. */
 	path: string;
-	/** The whole call by default, retries and waits included. */
-	timeoutMs: number;
+	/** The whole call by default, retries and waits included; Generate's is its Timeout option. */
+	timeoutMs?: number;
 }
 
-/** One request as it goes out on a route. */
 export interface Outgoing {
 	route: Route;
 	url: string;
@@ -35,6 +33,14 @@ export interface Outgoing {
 	sessionId?: string;
 }
 
+export interface CallOptions {
+	itemIndex?: number;
+	/** The whole call, retries and waits included; default the route's. */
+	timeoutMs?: number;
+	/** An instant (epoch ms) the call ends by, whatever `timeoutMs` says: a poll's own deadline. */
+	deadline?: number;
+}
+
 export const PUBLICATIONS_PATH = '/api/v1/image-pack-publications';
 
 export const ROUTES = {
@@ -43,7 +49,6 @@ export const ROUTES = {
 		path: '/api/v1/generate',
 		scope: 'generate:write',
 		paid: true,
-		timeoutMs: GENERATE_TIMEOUT_MS,
 	},
 	listPublications: {
 		method: 'GET',

@@ -24,8 +24,8 @@ const MAX_TIMER_MS = 2_147_483_647;
  * Opens a call of at most `timeoutMs`, cut to `deadline` (epoch ms) when one is given: a poll's
  * requests and waits all end by the poll's own deadline.
  */
-export function openScope(ctx: ApiContext, timeoutMs: number, deadline?: number): CallScope {
-	let ms = Math.floor(timeoutMs) || DEFAULT_TIMEOUT_MS;
+export function openScope(ctx: ApiContext, timeoutMs?: number, deadline?: number): CallScope {
+	let ms = Math.floor(Number(timeoutMs)) || DEFAULT_TIMEOUT_MS;
 	if (deadline !== undefined) ms = Math.min(ms, deadline - Date.now());
 	const bounded = Math.min(Math.max(1, ms), MAX_TIMER_MS);
 	const cancel = executionCancelSignal(ctx);

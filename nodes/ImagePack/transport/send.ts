@@ -30,10 +30,6 @@ import { type CallScope, pause, remainingMs } from './scope';
 
 const TRANSIENT_STATUSES = new Set([502, 503, 504]);
 
-function isRedirect(status: number): boolean {
-	return status >= 300 && status < 400;
-}
-
 /** Sends one request through n8n's helpers, bounded by the call's scope, redirects never followed. */
 async function exchange(
 	ctx: ApiContext,
@@ -125,11 +121,13 @@ async function attempt<R>(run: Attempt<R>): Promise<Step<R>> {
 		throw fail.network(code);
 	}
 	const status = response.statusCode;
-	const requestId = responseRequestId(response, run.connection);
-	if (status < 300 || (isRedirect(status) && out.acceptRedirects)) {
+	const header = headerValue(response.headers, 'x-request-id');
+	const requestId = header === undefined ? undefined : redact(header, run.connection.apiKey);
+	const redirect = status >= 300 && status < 400;
+	if (status < 300 || (redirect && out.acceptRedirects)) {
 		return await accepted(run, response, requestId);
 	}
-	if (isRedirect(status)) {
+	if (redirect) {
 		discard(response.body);
 		const location = headerValue(response.headers, 'location');
 		throw fail.redirect(status, location, requestId);
@@ -138,11 +136,7 @@ async function attempt<R>(run: Attempt<R>): Promise<Step<R>> {
 }
 
 /** An answer the caller takes: its value, or a broken body read again (GET) or reported. */
-async function accepted<R>(
-	run: Attempt<R>,
-	response: IN8nHttpFullResponse,
-	requestId: string | undefined,
-): Promise<Step<R>> {
+async function accepted<R>(run: Attempt<R>, response: IN8nHttpFullResponse, requestId?: string) {
 	const received = await run.receive(response, requestId);
 	if ('value' in received) return received;
 	if (run.scope.signal.aborted) throw run.fail.network();
@@ -159,11 +153,7 @@ async function accepted<R>(
 }
 
 /** An error answer: 429 rate_limited waits for Retry-After, a GET retries 502/503/504, the rest fails. */
-async function refused<R>(
-	run: Attempt<R>,
-	response: IN8nHttpFullResponse,
-	requestId: string | undefined,
-): Promise<Step<R>> {
+async function refused<R>(run: Attempt<R>, response: IN8nHttpFullResponse, requestId?: string) {
 	const { scope, fail, number } = run;
 	const status = response.statusCode;
 	let text = '';
@@ -194,9 +184,4 @@ async function refused<R>(
 	// own internal_error promises a refund.
 	const gateway = status >= 500 && info.code !== 'internal_error';
 	throw fail.answer(info, gateway ? 'unknown' : 'refused');
-}
-
-function responseRequestId(response: IN8nHttpFullResponse, { apiKey }: Connection) {
-	const value = headerValue(response.headers, 'x-request-id');
-	return value === undefined ? undefined : redact(value, apiKey);
 }

@@ -3,11 +3,16 @@
  * a delivery of new publications. The poll takes its turn (pacing.ts), reads (read.ts) what the
  * cursor (cursor.ts) asks for, and stores the cursor's next state only when it delivers or changes.
  */
-import type { IDataObject, INodeExecutionData, IPollFunctions } from 'n8n-workflow';
+import type {
+	IDataObject,
+	INodeExecutionData,
+	INodeProperties,
+	IPollFunctions,
+} from 'n8n-workflow';
 
 import { imagePackError } from '../shared/errors';
 import type { PublicationRecord } from '../shared/publications';
-import { type NumberProperty, boundedNumber } from '../shared/validate';
+import { boundedNumber } from '../shared/validate';
 import { getConnection, getPublication } from '../transport';
 import {
 	OverlapTooLargeError,
@@ -148,7 +153,7 @@ async function drain(
 }
 
 /** A number parameter, bounded by its property: a bad value fails the poll before any request. */
-function numberParameter(ctx: IPollFunctions, property: NumberProperty): number {
+function numberParameter(ctx: IPollFunctions, property: INodeProperties): number {
 	try {
 		return boundedNumber(property, ctx.getNodeParameter(property.name, undefined));
 	} catch (error) {

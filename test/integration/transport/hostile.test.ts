@@ -220,6 +220,15 @@ describe('the key never leaves the credential’s origin', () => {
 			expect(error.description).toMatch(/never followed/);
 		});
 
+		it('a Location that is not a URL is a clear error, not a bare "Invalid URL"', async () => {
+			api.script('GET /api/file/x.png', (_request, reply) =>
+				reply.code(302).header('location', 'http://[::1').send(),
+			);
+			const error = await runError(download);
+			expect(error.message).toBe('The file endpoint redirected somewhere the node does not follow');
+			expect(error.description).toMatch(/points to "http:\/\/\[::1", which is not a valid URL/);
+		});
+
 		it('an endless redirect chain stops after the bounded number of hops', async () => {
 			api.script('GET /api/file/x.png', (_request, reply) =>
 				reply.code(302).header('location', `${other.url}/loop`).send(),

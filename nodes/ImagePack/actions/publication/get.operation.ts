@@ -78,9 +78,7 @@ export const description = updateDisplayOptions(
 /** Reads the record id of an item; rejects anything but a positive integer before sending. */
 function publicationIdOf(ctx: IExecuteFunctions, itemIndex: number): number {
 	// The picker's value ({ mode, value }); a plain value (an expression, a test) reads alike.
-	const raw = ctx.getNodeParameter('publicationId', itemIndex, '', { extractValue: true }) as
-		| string
-		| number;
+	const raw = ctx.getNodeParameter('publicationId', itemIndex, '', { extractValue: true });
 	const text = String(raw).trim().replace(/^#/, '');
 	if (!/^\d+$/.test(text) || Number(text) < 1 || !Number.isSafeInteger(Number(text))) {
 		throw new ValidationIssue(
