@@ -24,16 +24,14 @@ function pickerLabel(record: PublicationRecord): string {
 }
 
 /**
- * A filter matches when every word of it occurs (case-insensitive) in what a record can be found
- * by: id, pack, version, style code, date.
+ * A filter matches when every word of it occurs (case-insensitive) in the record's label: id, pack,
+ * version, style code, date.
  */
 function matcher(filter: string | undefined): (record: PublicationRecord) => boolean {
 	const words = (filter ?? '').toLowerCase().split(/\s+/).filter(Boolean);
 	return (record) => {
-		const style = typeof record.style_code === 'string' ? record.style_code : '';
-		const text = `#${record.id} ${record.pack_id} v${record.version} ${style} ${publishedAt(record)}`;
-		const lower = text.toLowerCase();
-		return words.every((word) => lower.includes(word));
+		const label = pickerLabel(record).toLowerCase();
+		return words.every((word) => label.includes(word));
 	};
 }
 

@@ -22,11 +22,24 @@ import {
 import { CHARGE_WORDS, errorFacts, nextStep } from './errors';
 import { type OperationName, operationOf } from './operations';
 
+/** Whether AI Agent 2.x runs this call in its own context (a SupplyDataContext). */
+export function isToolExecution(ctx: IExecuteFunctions): boolean {
+	const toolExecution = (ctx as { isToolExecution?: () => boolean }).isToolExecution;
+	return typeof toolExecution === 'function' && toolExecution.call(ctx);
+}
+
 /** Whether this run of the node is an AI agent's tool call (AI Agent 2.x and 3.x, n8n 1.x and 2.x). */
 export function runsAsTool(ctx: IExecuteFunctions): boolean {
-	const toolExecution = (ctx as { isToolExecution?: () => boolean }).isToolExecution;
-	if (typeof toolExecution === 'function' && toolExecution.call(ctx)) return true;
-	return ctx.getNode().type.endsWith('Tool');
+	return isToolExecution(ctx) || ctx.getNode().type.endsWith('Tool');
+}
+
+/** The execution's context data; a context without execution data (none seen in n8n) gets its own. */
+export function contextData(ctx: IExecuteFunctions, type: 'flow' | 'node'): IDataObject {
+	try {
+		return ctx.getContext(type) as IDataObject;
+	} catch {
+		return {};
+	}
 }
 
 /** Whether this tool call comes from n8n's MCP Server Trigger (its context's `parentNode`, both modes). */
@@ -35,7 +48,6 @@ export function runsUnderMcp(ctx: IExecuteFunctions): boolean {
 	return parent?.type === '@n8n/n8n-nodes-langchain.mcpTrigger';
 }
 
-// ---------------------------------------------------------------------------------------------
 // What the model is told about each operation (the tool description), derived from the catalog.
 
 const join = (values: readonly (string | number)[]) => values.join(', ');
@@ -106,7 +118,6 @@ export const TOOL_DESCRIPTIONS: Record<OperationName, string> = {
 	].join(' '),
 };
 
-// ---------------------------------------------------------------------------------------------
 // Errors as text a model can act on.
 
 /** What failed (`errorFacts`: the reason, without the item and free of the key) and in which operation. */
@@ -150,7 +161,6 @@ export function toolErrorItem(
 	return { json, pairedItem: { item: itemIndex } };
 }
 
-// ---------------------------------------------------------------------------------------------
 // The credit cap of one execution.
 
 /** Key in the execution's flow context: credits spent or reserved by every Image Pack node of the run. */
@@ -163,15 +173,11 @@ const LEDGER_KEY = 'imagePackCreditsSpent';
  * parallel tool calls cannot overshoot together.
  */
 export class ExecutionLedger {
+	// Outside an execution (none seen in n8n itself) the cap holds for this node run.
 	private readonly context: IDataObject;
 
 	constructor(ctx: IExecuteFunctions) {
-		try {
-			this.context = ctx.getContext('flow') as IDataObject;
-		} catch {
-			// A context without execution data (none seen in n8n itself): the cap then holds for this node run.
-			this.context = {};
-		}
+		this.context = contextData(ctx, 'flow');
 	}
 
 	get spent(): number {
@@ -190,9 +196,4 @@ export class ExecutionLedger {
 	settle(estimate: number, charged: number): void {
 		this.context[LEDGER_KEY] = Math.max(0, this.spent - estimate + charged);
 	}
-}
-
-/** For a model that calls a capped tool: what is left of the cap after this call. */
-export function creditBudget(cap: number, spent: number): IDataObject {
-	return { cap, spent, remaining: Math.max(0, cap - spent) };
 }

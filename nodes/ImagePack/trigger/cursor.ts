@@ -76,32 +76,28 @@ export interface PollRun {
 	readonly pages: PageSpan[];
 	/** Ids dealt with before this poll. */
 	readonly handled: ReadonlySet<number>;
-	/** Keys delivered before this poll. */
-	readonly remembered: ReadonlySet<string>;
+	/** Keys delivered before this poll or read earlier in it. */
+	readonly seen: Set<string>;
 	/** Ids read in this poll that list a publication delivered before or read earlier in it. */
 	readonly repeats: number[];
-	/** Records whose key was not delivered before, in read order (ascending id), and their keys. */
+	/** Records whose key was not delivered before, in read order (ascending id). */
 	readonly fresh: PublicationRecord[];
-	readonly freshKeys: string[];
-	readonly freshKeySet: Set<string>;
 	/** The largest overlap announced in this poll, if any answer announced one. */
 	overlap?: number;
 }
 
 export function startPoll(state: CursorState): PollRun {
-	const remembered = new Set<string>();
+	const seen = new Set<string>();
 	for (let at = 0; at < state.delivered.length; at += TOKEN_LENGTH)
-		remembered.add(state.delivered.slice(at, at + TOKEN_LENGTH));
+		seen.add(state.delivered.slice(at, at + TOKEN_LENGTH));
 	return {
 		base: state,
 		nextSince: state.start,
 		pages: [],
 		handled: new Set(decodeRuns(state.start, state.handled) ?? []),
-		remembered,
+		seen,
 		repeats: [],
 		fresh: [],
-		freshKeys: [],
-		freshKeySet: new Set(),
 	};
 }
 
@@ -134,13 +130,12 @@ export function addPage(run: PollRun, page: ListPage, limit = PAGE_LIMIT): numbe
 	for (const item of items) {
 		if (item.id <= run.base.start || run.handled.has(item.id)) continue;
 		const key = keyToken(item.pack_id, item.version);
-		if (run.remembered.has(key) || run.freshKeySet.has(key)) {
+		if (run.seen.has(key)) {
 			run.repeats.push(item.id);
 			continue;
 		}
 		run.fresh.push(item);
-		run.freshKeys.push(key);
-		run.freshKeySet.add(key);
+		run.seen.add(key);
 	}
 	const lastId = items.length ? items[items.length - 1].id : since;
 	const end = Math.max(since, lastId, isSafeId(page.next_since_id) ? page.next_since_id : lastId);
@@ -198,7 +193,8 @@ export function finishPoll(run: PollRun, emitted?: number): CursorState {
 	// Ids dealt with right above the start need no re-reading: move the start over them.
 	while (handled.delete(start + 1)) start++;
 
-	const memory = base.delivered + run.freshKeys.slice(0, count).join('');
+	const keys = run.fresh.slice(0, count).map((record) => keyToken(record.pack_id, record.version));
+	const memory = base.delivered + keys.join('');
 	const next: CursorState = {
 		...base,
 		start,

@@ -98,7 +98,6 @@ export async function takeTurn(
 interface PollTimeItem {
 	mode?: string;
 	cronExpression?: string;
-	[field: string]: unknown;
 }
 
 /** n8n's minimum interval between two poll times of one entry. */
@@ -137,12 +136,8 @@ function shortestPollGapMs(items: PollTimeItem[] | undefined): number {
 		for (const second of known) seconds.add(second);
 	}
 	const sorted = [...seconds].sort((a, b) => a - b);
-	let gap = 60;
-	for (let index = 0; index < sorted.length; index++) {
-		const next = index + 1 < sorted.length ? sorted[index + 1] : sorted[0] + 60;
-		if (next !== sorted[index]) gap = Math.min(gap, next - sorted[index]);
-	}
-	return gap * 1000;
+	const gaps = sorted.map((second, index) => (sorted[index + 1] ?? sorted[0] + 60) - second);
+	return Math.min(...gaps) * 1000;
 }
 
 /** When a poll stops starting requests, and when every request and wait of it ends. */
@@ -164,12 +159,9 @@ export const UNBOUNDED: PollTimes = {
  * hand-off to n8n.
  */
 export function pollTimes(ctx: IPollFunctions): PollTimes {
-	const host = ctx as { getPollBudgetMs?: unknown };
-	let budget = Number.POSITIVE_INFINITY;
-	if (typeof host.getPollBudgetMs === 'function') {
-		const value: unknown = (host.getPollBudgetMs as () => unknown).call(ctx);
-		if (typeof value === 'number' && Number.isFinite(value) && value > 0) budget = value;
-	}
+	const host = ctx as { getPollBudgetMs?: () => unknown };
+	const value = typeof host.getPollBudgetMs === 'function' ? host.getPollBudgetMs() : undefined;
+	const budget = typeof value === 'number' && value > 0 ? value : Number.POSITIVE_INFINITY;
 	const pollTimesParameter = ctx.getNodeParameter('pollTimes', {}) as { item?: PollTimeItem[] };
 	const window = Math.min(budget, shortestPollGapMs(pollTimesParameter.item));
 	const now = Date.now();

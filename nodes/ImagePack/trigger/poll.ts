@@ -13,7 +13,7 @@ import type {
 import { imagePackError } from '../shared/errors';
 import type { PublicationRecord } from '../shared/publications';
 import { boundedNumber } from '../shared/validate';
-import { type Connection, getConnection } from '../transport';
+import { getConnection, getPublication } from '../transport';
 import {
 	OverlapTooLargeError,
 	addPage,
@@ -25,8 +25,8 @@ import {
 	type PollRun,
 } from './cursor';
 import { maxPerPollProperty, startIdProperty } from './description';
-import { type PollTimes, UNBOUNDED, pollTimes, takeTurn } from './pacing';
-import { fetchDetail, fetchManifests, isCut, listPage, newestPublication } from './read';
+import { UNBOUNDED, pollTimes, takeTurn } from './pacing';
+import { type Poll, fetchManifests, isCut, listPage, newestPublication } from './read';
 import {
 	MAX_OVERLAP,
 	type CursorState,
@@ -69,8 +69,9 @@ function asPollError(ctx: IPollFunctions, error: unknown): unknown {
 }
 
 /** "Fetch Test Event": the newest publication; static data is neither read nor written. */
-async function testEvent(ctx: IPollFunctions, connection: Connection, includeManifest: boolean) {
-	const { newest } = await newestPublication(ctx, connection, UNBOUNDED);
+async function testEvent(poll: Poll, includeManifest: boolean) {
+	const { ctx, connection, times } = poll;
+	const { newest } = await newestPublication(poll);
 	if (!newest) {
 		throw imagePackError(
 			ctx.getNode(),
@@ -83,7 +84,7 @@ async function testEvent(ctx: IPollFunctions, connection: Connection, includeMan
 		);
 	}
 	const detail = includeManifest
-		? await fetchDetail(ctx, connection, newest.id, UNBOUNDED)
+		? (await getPublication(ctx, connection, newest.id, { deadline: times.deadline })).body
 		: undefined;
 	return [[toItem(newest, detail)]];
 }
@@ -93,15 +94,13 @@ async function testEvent(ctx: IPollFunctions, connection: Connection, includeMan
  * always, more while the poll has time, at most MAX_PAGES_PER_POLL.
  */
 async function readPages(
-	ctx: IPollFunctions,
-	connection: Connection,
+	poll: Poll,
 	run: PollRun,
-	times: PollTimes,
 	enough: (next: number | null) => boolean | Promise<boolean>,
 ): Promise<void> {
 	for (let pages = 0; pages < MAX_PAGES_PER_POLL; pages++) {
-		if (pages > 0 && Date.now() > times.stopAt) return;
-		const next = addPage(run, await listPage(ctx, connection, run.nextSince, times));
+		if (pages > 0 && Date.now() > poll.times.stopAt) return;
+		const next = addPage(run, await listPage(poll, run.nextSince));
 		if (await enough(next)) return;
 	}
 }
@@ -110,17 +109,12 @@ async function readPages(
  * First activation with Start From "now": finds the newest id (O(log max id) requests) and reads the
  * overlap below it, which counts as delivered; nothing is emitted.
  */
-async function baseline(
-	ctx: IPollFunctions,
-	connection: Connection,
-	key: string,
-	times: PollTimes,
-): Promise<CursorState> {
-	const { newest, overlap } = await newestPublication(ctx, connection, times);
+async function baseline(poll: Poll, key: string): Promise<CursorState> {
+	const { newest, overlap } = await newestPublication(poll);
 	if (!newest) return initialState(key, 0);
 	const run = startBaseline(key, baselineSince(newest.id, overlap), newest.id);
 	const done = (next: number | null) => next === null || run.nextSince >= newest.id;
-	await readPages(ctx, connection, run, times, done);
+	await readPages(poll, run, done);
 	return finishBaseline(run);
 }
 
@@ -130,20 +124,18 @@ async function baseline(
  * request was cut by the poll's time; the next poll continues after it.
  */
 async function drain(
-	ctx: IPollFunctions,
-	connection: Connection,
+	poll: Poll,
 	state: CursorState,
-	times: PollTimes,
 	{ includeManifest, maxPerPoll }: { includeManifest: boolean; maxPerPoll: number },
 ) {
 	const run = startPoll(state);
 	const details: IDataObject[] = [];
 	const chars = { used: 0 };
-	const stopped = await readPages(ctx, connection, run, times, async (next) => {
+	const stopped = await readPages(poll, run, async (next) => {
 		const wanted = Math.min(run.fresh.length, maxPerPoll);
 		if (includeManifest) {
 			const todo = run.fresh.slice(details.length, wanted);
-			const full = await fetchManifests(ctx, connection, todo, times, details, chars);
+			const full = await fetchManifests(poll, todo, details, chars);
 			if (full || details.length < wanted) return true;
 		}
 		return run.fresh.length >= maxPerPoll || next === null;
@@ -155,9 +147,7 @@ async function drain(
 		},
 	);
 	const count = includeManifest ? details.length : Math.min(run.fresh.length, maxPerPoll);
-	if (stopped !== undefined && count === 0) {
-		throw stopped;
-	}
+	if (stopped !== undefined && count === 0) throw stopped;
 	const items = run.fresh.slice(0, count).map((record, index) => toItem(record, details[index]));
 	return { next: finishPoll(run, count), items };
 }
@@ -184,16 +174,18 @@ export async function pollPublications(
 	const startFrom = ctx.getNodeParameter('startFrom', 'now') as StartFrom;
 	const startId = startFrom === 'id' ? numberParameter(ctx, startIdProperty) : 0;
 	const connection = await getConnection(ctx);
-	if (ctx.getMode() === 'manual') return await testEvent(ctx, connection, includeManifest);
+	if (ctx.getMode() === 'manual') {
+		return await testEvent({ ctx, connection, times: UNBOUNDED }, includeManifest);
+	}
 
 	const key = queryKey(startFrom, startId, connection.baseUrl);
 	const staticData = ctx.getWorkflowStaticData('node');
 	const stored = readState(staticData, key);
-	const times = pollTimes(ctx);
+	const poll: Poll = { ctx, connection, times: pollTimes(ctx) };
 	// What identifies the trigger, whatever state object n8n handed this poll.
 	const node = ctx.getNode();
 	const trigger = `${ctx.getWorkflow().id ?? ''}|${node.id}|${node.name}|${key}`;
-	const turn = await takeTurn(trigger, stored?.rev, times.deadline);
+	const turn = await takeTurn(trigger, stored?.rev, poll.times.deadline);
 	if (typeof turn === 'string') return null; // another poll ran, or its delivery is not committed yet
 	try {
 		/** Stores the state unless another poll took this trigger over meanwhile. */
@@ -203,14 +195,11 @@ export async function pollPublications(
 			return true;
 		};
 		if (!stored && startFrom === 'now') {
-			commit(await baseline(ctx, connection, key, times));
+			commit(await baseline(poll, key));
 			return null;
 		}
 		const state = stored ?? initialState(key, startFrom === 'id' ? startId : 0);
-		const { next, items } = await drain(ctx, connection, state, times, {
-			includeManifest,
-			maxPerPoll,
-		});
+		const { next, items } = await drain(poll, state, { includeManifest, maxPerPoll });
 		if (!commit(next)) return null; // taken over after running far too long: discarded
 		if (items.length === 0) return null;
 		turn.delivered(next.rev);

@@ -14,6 +14,13 @@ import {
 import { type Connection, PUBLICATIONS_PATH, getPublication, listPublications } from '../transport';
 import type { PollTimes } from './pacing';
 
+/** What every request of one poll needs: its context, the connection and the poll's times. */
+export interface Poll {
+	ctx: IPollFunctions;
+	connection: Connection;
+	times: PollTimes;
+}
+
 /** Detail requests in flight at once when attaching manifests. */
 export const MANIFEST_CONCURRENCY = 4;
 /**
@@ -34,10 +41,8 @@ export function isCut(error: unknown): boolean {
 }
 
 export async function listPage(
-	ctx: IPollFunctions,
-	connection: Connection,
+	{ ctx, connection, times }: Poll,
 	since: number,
-	times: PollTimes,
 	limit = PAGE_LIMIT,
 ): Promise<ListPage> {
 	const query = { sinceId: since, limit };
@@ -56,25 +61,13 @@ export async function listPage(
 	return body;
 }
 
-export async function fetchDetail(
-	ctx: IPollFunctions,
-	connection: Connection,
-	id: number,
-	times: PollTimes,
-): Promise<IDataObject> {
-	return (await getPublication(ctx, connection, id, { deadline: times.deadline })).body;
-}
-
 /** The newest publication (O(log max id) requests) and the overlap the answers announced. */
-export async function newestPublication(
-	ctx: IPollFunctions,
-	connection: Connection,
-	times: PollTimes,
-) {
+export async function newestPublication(poll: Poll) {
+	const { ctx, times } = poll;
 	let overlap: unknown;
 	const newest = await findNewest(
 		async (since) => {
-			const page = await listPage(ctx, connection, since, times, 1);
+			const page = await listPage(poll, since, 1);
 			overlap = page.reread_overlap ?? overlap;
 			return page.items[0] ?? null;
 		},
@@ -93,13 +86,6 @@ export async function newestPublication(
 	return { newest, overlap };
 }
 
-/** Characters a delivered item takes as JSON, as far as one poll's bound is concerned. */
-function itemChars(record: PublicationRecord, detail?: IDataObject): number {
-	return (
-		JSON.stringify(record).length + (detail ? JSON.stringify(detail.manifest ?? null).length : 0)
-	);
-}
-
 /**
  * Fetches the details of `records` in order, MANIFEST_CONCURRENCY at once, appending them to
  * `details` while the poll's bound allows (`chars`: what the items so far take). Stops starting new
@@ -108,21 +94,21 @@ function itemChars(record: PublicationRecord, detail?: IDataObject): number {
  * the bound was reached; a failed request throws (the caller decides what a cut request means).
  */
 export async function fetchManifests(
-	ctx: IPollFunctions,
-	connection: Connection,
+	{ ctx, connection, times }: Poll,
 	records: PublicationRecord[],
-	times: PollTimes,
 	details: IDataObject[],
 	chars: { used: number },
 ): Promise<boolean> {
+	const { deadline } = times;
 	for (let at = 0; at < records.length; at += MANIFEST_CONCURRENCY) {
 		if (details.length > 0 && Date.now() > times.stopAt) return false;
 		const batch = records.slice(at, at + MANIFEST_CONCURRENCY);
 		const fetched = await Promise.all(
-			batch.map(async (record) => await fetchDetail(ctx, connection, record.id, times)),
+			batch.map(async ({ id }) => (await getPublication(ctx, connection, id, { deadline })).body),
 		);
 		for (const [index, detail] of fetched.entries()) {
-			const size = itemChars(batch[index], detail);
+			const size =
+				JSON.stringify(batch[index]).length + JSON.stringify(detail.manifest ?? null).length;
 			if (details.length > 0 && chars.used + size > MAX_POLL_CHARS) return true;
 			chars.used += size;
 			details.push(detail);

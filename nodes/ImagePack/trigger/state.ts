@@ -192,13 +192,8 @@ export function readState(raw: unknown, queryKey: string): CursorState | undefin
 	};
 }
 
+/** Whether two states hold the same cursor (`rev` aside). */
 export function sameState(a: CursorState, b: CursorState): boolean {
-	return (
-		a.start === b.start &&
-		a.cursor === b.cursor &&
-		a.overlap === b.overlap &&
-		a.queryKey === b.queryKey &&
-		a.handled === b.handled &&
-		a.delivered === b.delivered
-	);
+	const fields = ['start', 'cursor', 'overlap', 'queryKey', 'handled', 'delivered'] as const;
+	return fields.every((field) => a[field] === b[field]);
 }

@@ -53,19 +53,6 @@ export const MAX_RETURN_ALL_RECORDS = 100_000;
 /** …and at most this many pages, however short the server makes them. */
 export const MAX_RETURN_ALL_PAGES = 1_000;
 
-function serverFault(ctx: IExecuteFunctions, itemIndex: number, what: string) {
-	return imagePackError(
-		ctx.getNode(),
-		{ code: 'server_fault', charge: 'not_charged', itemIndex },
-		{
-			message: `the Image Pack API's publication list ${what}; reading stopped`,
-			description:
-				'This is a fault of the server (or of something in front of it), not of the workflow. Nothing was changed.',
-			namesItem: true,
-		},
-	);
-}
-
 /**
  * One item per publication: the API lists one publication under more than one id at times and says
  * to deduplicate by `(pack_id, version)` (its `dedupe_by`). The first listing (lowest id) is kept.
@@ -103,21 +90,22 @@ async function listRecords(
 	// across calls, and the trigger does that.
 	for (;;) {
 		const pageSize = limit === undefined ? PAGE_LIMIT : Math.min(PAGE_LIMIT, limit - byId.size);
-		const { body } = await listPublications(
-			ctx,
-			connection,
-			{ sinceId: cursor, limit: pageSize },
-			{ itemIndex },
-		);
+		const query = { sinceId: cursor, limit: pageSize };
+		const { body } = await listPublications(ctx, connection, query, { itemIndex });
 		const items = Array.isArray(body.items) ? body.items.slice(0, pageSize) : [];
 		let highest = cursor;
 		for (const record of items) {
 			const id = Number((record as IDataObject | null)?.id);
 			if (!Number.isSafeInteger(id) || id <= cursor) {
-				throw serverFault(
-					ctx,
-					itemIndex,
-					`returned a record with id ${JSON.stringify((record as IDataObject | null)?.id)} for since_id=${cursor} (ids must be whole numbers above since_id)`,
+				throw imagePackError(
+					ctx.getNode(),
+					{ code: 'server_fault', charge: 'not_charged', itemIndex },
+					{
+						message: `the Image Pack API's publication list returned a record with id ${JSON.stringify((record as IDataObject | null)?.id)} for since_id=${cursor} (ids must be whole numbers above since_id); reading stopped`,
+						description:
+							'This is a fault of the server (or of something in front of it), not of the workflow. Nothing was changed.',
+						namesItem: true,
+					},
 				);
 			}
 			if (!byId.has(id)) byId.set(id, record as IDataObject);

@@ -8,7 +8,7 @@ import type { IBinaryData, IDataObject, IExecuteFunctions, INodeExecutionData } 
 
 import { chargeHint, errorFacts, imagePackError } from '../../../shared/errors';
 import { asNodeError, eachItem } from '../../../shared/execution';
-import { ExecutionLedger, creditBudget, runsAsTool, runsUnderMcp } from '../../../shared/tool';
+import { ExecutionLedger, runsAsTool } from '../../../shared/tool';
 import {
 	type Answer,
 	type Connection,
@@ -17,8 +17,8 @@ import {
 	getConnection,
 } from '../../../transport';
 import { type GeneratedImage, type GenerateResponse, type ReadAnswer, readAnswer } from './answer';
-import { answerBoundMs, heldAnswer, reserveHourly } from './held';
-import { addImageLinks, linkForImage } from './links';
+import { heldAnswer, reserveHourly } from './held';
+import { addImageLinks } from './links';
 import type { RunMemory } from './memory';
 import { type ItemPlan, planItem } from './options';
 import { answerFor, openMemory } from './retry';
@@ -34,31 +34,27 @@ interface Run {
 	replayed: number[];
 }
 
-/** Takes the request's estimate from the execution's credit cap, or refuses before anything is sent. */
-function reserveCredits({ ctx, ledger }: Run, estimate: number, cap: number, itemIndex: number) {
-	const spent = ledger.spent;
-	if (ledger.reserve(estimate, cap)) return;
-	throw imagePackError(
-		ctx.getNode(),
-		{ code: 'credit_cap_reached', charge: 'not_sent', itemIndex },
-		{
-			message: `The credit cap of this workflow run is reached: ${spent} of ${cap} credits (Max Credits per Execution) are already spent or reserved, and this request could cost ${estimate} more`,
-			description: `Nothing was sent and no credits were used. Raise Max Credits per Execution (now ${cap}) to allow more.`,
-		},
-	);
-}
-
 /** Sends the generation; the ledger ends up holding what it cost (its estimate while unknown). */
 async function sendGeneration(run: Run, itemIndex: number, { request, options }: ItemPlan) {
-	const { ctx, connection } = run;
+	const { ctx, connection, ledger } = run;
 	const estimate = request.creditsEstimated;
 	// The hourly cap first: it holds across executions and tool calls (held.ts).
 	const settleHour = reserveHourly(ctx, itemIndex, estimate, options.maxCreditsPerHour);
-	try {
-		reserveCredits(run, estimate, options.maxCreditsPerExecution, itemIndex);
-	} catch (error) {
+	const settle = (charged: number) => {
+		ledger.settle(estimate, charged);
+		settleHour(charged);
+	};
+	const cap = options.maxCreditsPerExecution;
+	if (!ledger.reserve(estimate, cap)) {
 		settleHour(0);
-		throw asNodeError(ctx, error, itemIndex);
+		throw imagePackError(
+			ctx.getNode(),
+			{ code: 'credit_cap_reached', charge: 'not_sent', itemIndex },
+			{
+				message: `The credit cap of this workflow run is reached: ${ledger.spent} of ${cap} credits (Max Credits per Execution) are already spent or reserved, and this request could cost ${estimate} more`,
+				description: `Nothing was sent and no credits were used. Raise Max Credits per Execution (now ${cap}) to allow more.`,
+			},
+		);
 	}
 	let answer: Answer<GenerateResponse>;
 	try {
@@ -66,14 +62,11 @@ async function sendGeneration(run: Run, itemIndex: number, { request, options }:
 		const call = { itemIndex, acceptLanguage, timeoutMs };
 		answer = await generate<GenerateResponse>(ctx, connection, { ...request.body }, call);
 	} catch (error) {
-		const uncertain = errorFacts(error).charge === 'may_have_been_charged';
-		run.ledger.settle(estimate, uncertain ? estimate : 0);
-		settleHour(uncertain ? estimate : 0);
+		settle(errorFacts(error).charge === 'may_have_been_charged' ? estimate : 0);
 		throw asNodeError(ctx, error, itemIndex);
 	}
 	const charged = Number(answer.body.credits_charged);
-	run.ledger.settle(estimate, Number.isFinite(charged) ? charged : estimate);
-	settleHour(Number.isFinite(charged) ? charged : estimate);
+	settle(Number.isFinite(charged) ? charged : estimate);
 	return answer;
 }
 
@@ -91,7 +84,9 @@ function resultOf(
 		credits_estimated: request.creditsEstimated,
 	};
 	const cap = options.maxCreditsPerExecution;
-	if (cap > 0) result.credit_budget = creditBudget(cap, ledger.spent);
+	if (cap > 0) {
+		result.credit_budget = { cap, spent: ledger.spent, remaining: Math.max(0, cap - ledger.spent) };
+	}
 	const hints = read.warnings.map(
 		(warning) =>
 			`Item ${itemIndex}: ${String(warning.type)} ${String(warning.feature)}: ${String(warning.details ?? '')}`,
@@ -148,6 +143,7 @@ function outputItems(
 	splitImages: boolean,
 ): INodeExecutionData[] {
 	if (splitImages) {
+		const links = Array.isArray(result.image_links) ? (result.image_links as unknown[]) : undefined;
 		const shared = { ...result };
 		delete shared.images;
 		delete shared.image_links;
@@ -156,7 +152,7 @@ function outputItems(
 				...shared,
 				image: image as unknown as IDataObject,
 				image_index: index,
-				...linkForImage(result, index),
+				...(links && { image_link: links[index] ?? null }), // the image's own link
 			},
 			binary: binaries[index] ? { data: binaries[index]! } : undefined,
 			pairedItem: { item: itemIndex },
@@ -179,7 +175,7 @@ async function generateItem(run: Run, itemIndex: number, plan: ItemPlan) {
 	const { ctx, memory, replayed } = run;
 	const send = async () => await sendGeneration(run, itemIndex, plan);
 	// As a tool with an answer bound, the generation is held by the process (held.ts).
-	const bound = run.asTool ? answerBoundMs(plan.options.answerWithinSeconds, runsUnderMcp(ctx)) : 0;
+	const bound = run.asTool ? plan.options.answerWithinMs : 0;
 	const answer = bound
 		? await heldAnswer(ctx, itemIndex, plan, run.connection, bound, send)
 		: await answerFor(ctx, itemIndex, plan, memory, replayed, send);
@@ -225,11 +221,10 @@ export async function execute(
 	items: INodeExecutionData[],
 ): Promise<INodeExecutionData[]> {
 	const continueOnFail = this.continueOnFail();
-	const connection = await getConnection(this);
 	const asTool = runsAsTool(this);
 	const run: Run = {
 		ctx: this,
-		connection,
+		connection: await getConnection(this),
 		asTool,
 		ledger: new ExecutionLedger(this),
 		memory: openMemory(this, asTool),

@@ -17,11 +17,6 @@ type Generated = Answer<GenerateResponse>;
 const pending = new PendingGenerations<Generated>();
 const hourly = new HourlyCaps();
 
-/** The answer bound: the option, else 45 s under MCP; 0 (wait for the result) under an AI agent. */
-export function answerBoundMs(seconds: number, underMcp: boolean): number {
-	return (seconds >= 0 ? seconds : underMcp ? 45 : 0) * 1000;
-}
-
 /** `promise`'s value, or undefined when it takes longer than `ms`. */
 async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
 	const stop = new AbortController();

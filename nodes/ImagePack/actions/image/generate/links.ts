@@ -38,22 +38,6 @@ function missingLinkText(error: unknown): string {
 	return `No link: ${reason}${details.length ? ` (${details.join(', ')})` : ''}. The image was generated and charged; only its link is missing.`;
 }
 
-async function linkOf(
-	ctx: IExecuteFunctions,
-	connection: Connection,
-	image: GeneratedImage,
-	itemIndex: number,
-): Promise<{ link: ImageLink; keyWide?: boolean }> {
-	const id = typeof image.id === 'string' ? image.id : null;
-	try {
-		const { url, expiresAt } = await signedFileLink(ctx, connection, image.url, { itemIndex });
-		return { link: { id, url, expires_at: expiresAt } };
-	} catch (error) {
-		const link = { id, url: null, error: missingLinkText(error) };
-		return { link, keyWide: KEY_WIDE.has(errorFacts(error).code ?? '') };
-	}
-}
-
 /**
  * Adds `image_links` to `result` (one entry per image, in order), and an execution hint when some
  * could not be made. One request per image, one after the other; after an error that holds for the
@@ -70,13 +54,19 @@ export async function addImageLinks(
 	const links: ImageLink[] = [];
 	let stopped: string | undefined;
 	for (const image of images) {
+		const id = typeof image.id === 'string' ? image.id : null;
 		if (stopped) {
-			links.push({ id: typeof image.id === 'string' ? image.id : null, url: null, error: stopped });
+			links.push({ id, url: null, error: stopped });
 			continue;
 		}
-		const { link, keyWide } = await linkOf(ctx, connection, image, itemIndex);
-		links.push(link);
-		if (keyWide) stopped = link.error;
+		try {
+			const { url, expiresAt } = await signedFileLink(ctx, connection, image.url, { itemIndex });
+			links.push({ id, url, expires_at: expiresAt });
+		} catch (error) {
+			const text = missingLinkText(error);
+			links.push({ id, url: null, error: text });
+			if (KEY_WIDE.has(errorFacts(error).code ?? '')) stopped = text;
+		}
 	}
 	result.image_links = links;
 	const missing = links.filter((link) => link.url === null);
@@ -86,11 +76,4 @@ export async function addImageLinks(
 			location: 'outputPane',
 		});
 	}
-}
-
-/** With One Item per Image: the image's own link (`image_link`) instead of the whole list. */
-export function linkForImage(result: IDataObject, index: number): IDataObject {
-	const links = result.image_links;
-	if (!Array.isArray(links)) return {};
-	return { image_link: (links[index] as IDataObject | undefined) ?? null };
 }

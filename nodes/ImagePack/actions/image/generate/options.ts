@@ -7,6 +7,7 @@ import type { IExecuteFunctions } from 'n8n-workflow';
 
 import { AUTO_MODEL, DEFAULT_RATIO } from '../../../shared/catalog';
 import { itemParameters } from '../../../shared/execution';
+import { runsUnderMcp } from '../../../shared/tool';
 import {
 	type ValidatedGenerate,
 	ValidationIssue,
@@ -15,37 +16,15 @@ import {
 } from '../../../shared/validate';
 import { generateOptions } from './description';
 
-export interface GenerateOptions {
-	acceptLanguage: string;
-	/** As a tool: answer within this many seconds (-1 = unset: 45 under MCP, none under an agent). */
-	answerWithinSeconds: number;
-	concurrency: number;
-	/** Unset stays unset: the default depends on whether the node runs as an agent's tool. */
-	downloadImages?: boolean;
-	/** Unset stays unset: as an agent's tool the links are added unless turned off. */
-	imageLinks?: boolean;
-	maxCreditsPerExecution: number;
-	/** Checked with the request, against its estimate; 0 for none. */
-	maxCreditsPerItem: number;
-	maxCreditsPerHour: number;
-	maxFileBytes: number;
-	/** As a tool: the handle of a held generation to collect ('' = none). */
-	handle: string;
-	/** On a retried execution, send again items whose earlier request may have been charged. */
-	resendUncertain: boolean;
-	splitImages: boolean;
-	timeoutMs: number;
-}
-
 /** What one item asks for: the API body with its estimate, and how to run it. */
 export interface ItemPlan {
 	request: ValidatedGenerate;
-	options: GenerateOptions;
+	options: ReturnType<typeof checkedOptions>;
 }
 
 const LANGUAGES = ['en', 'zh-CN'];
 
-function checkedOptions(raw: Record<string, unknown>): GenerateOptions {
+function checkedOptions(raw: Record<string, unknown>, underMcp: boolean) {
 	const language = String(raw.acceptLanguage ?? 'en');
 	if (!LANGUAGES.includes(language)) {
 		throw new ValidationIssue(
@@ -53,19 +32,22 @@ function checkedOptions(raw: Record<string, unknown>): GenerateOptions {
 			`Accept Language "${language}" is not allowed. Allowed values: ${LANGUAGES.join(', ')}`,
 		);
 	}
+	// The answer bound as a tool (held.ts), unset: 45 s under MCP, none under an AI Agent.
+	const unsetBound = underMcp ? 45 : 0;
 	const number = (name: string) =>
 		boundedNumber(generateOptions.find((option) => option.name === name)!, raw[name]);
 	return {
 		acceptLanguage: language,
-		// Unset is not the editor's default: 45 s under MCP, no bound under an AI Agent (held.ts).
-		answerWithinSeconds: raw.answerWithinSeconds === undefined ? -1 : number('answerWithinSeconds'),
+		answerWithinMs:
+			(raw.answerWithinSeconds === undefined ? unsetBound : number('answerWithinSeconds')) * 1000,
 		concurrency: number('concurrency'),
+		// Unset stays unset: the defaults of these two depend on whether the node runs as a tool.
 		downloadImages: raw.downloadImages === undefined ? undefined : Boolean(raw.downloadImages),
 		imageLinks: raw.imageLinks === undefined ? undefined : Boolean(raw.imageLinks),
 		maxCreditsPerExecution: number('maxCreditsPerExecution'),
-		maxCreditsPerItem: number('maxCreditsPerItem'),
+		maxCreditsPerItem: number('maxCreditsPerItem'), // checked with the request, against its estimate
 		maxCreditsPerHour: number('maxCreditsPerHour'),
-		handle: String(raw.handle ?? '').trim(),
+		handle: String(raw.handle ?? '').trim(), // as a tool: a held generation to collect
 		maxFileBytes: Math.floor(number('maxFileSizeMb') * 1024 * 1024),
 		resendUncertain: raw.resendUncertain === true,
 		splitImages: Boolean(raw.splitImages),
@@ -77,11 +59,7 @@ function checkedOptions(raw: Record<string, unknown>): GenerateOptions {
 export function planItem(ctx: IExecuteFunctions, itemIndex: number): ItemPlan {
 	return itemParameters(ctx, itemIndex, () => {
 		const raw = ctx.getNodeParameter('options', itemIndex, {});
-		const rawOptions = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<
-			string,
-			unknown
-		>;
-		const options = checkedOptions(rawOptions);
+		const options = checkedOptions((typeof raw === 'object' && raw) || {}, runsUnderMcp(ctx));
 		const parameter = (name: string, fallback: unknown) =>
 			ctx.getNodeParameter(name, itemIndex, fallback) as never;
 		const request = validateGenerate({

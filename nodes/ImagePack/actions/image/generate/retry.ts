@@ -2,20 +2,14 @@
  * The n8n side of Generate's memory (memory.ts): where the records live, which run this is, the
  * answer of an item (remembered, or sent and remembered), and the error of an item not sent again.
  */
-import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
+import type { IExecuteFunctions } from 'n8n-workflow';
 
 import { errorDescription, errorFacts, imagePackError } from '../../../shared/errors';
 import { asNodeError } from '../../../shared/execution';
+import { contextData, isToolExecution } from '../../../shared/tool';
 import type { Answer } from '../../../transport';
 import type { GenerateResponse } from './answer';
-import {
-	type Decision,
-	RunMemory,
-	type StoredAnswer,
-	decide,
-	failureOutcome,
-	requestDigest,
-} from './memory';
+import { type Decision, RunMemory, decide, failureOutcome, requestDigest } from './memory';
 import type { ItemPlan } from './options';
 
 /**
@@ -42,17 +36,9 @@ export function openMemory(ctx: IExecuteFunctions, asTool: boolean): RunMemory {
 	// AI Agent 2.x runs a tool call in its own context (isToolExecution) and tries it again only when
 	// it throws, under a new run index; as a tool this node never throws (router.ts). Each call is
 	// its own generation there, so nothing is kept.
-	const isToolExecution = (ctx as { isToolExecution?: () => boolean }).isToolExecution;
-	if (typeof isToolExecution === 'function' && isToolExecution.call(ctx)) {
-		return new RunMemory({}, 0, '');
-	}
-	let store: IDataObject;
-	try {
-		store = ctx.getContext('node') as IDataObject;
-	} catch {
-		// A context without execution data (none seen in n8n itself): retries then start afresh.
-		store = {};
-	}
+	if (isToolExecution(ctx)) return new RunMemory({}, 0, '');
+	// Outside an execution (none seen in n8n itself) retries start afresh.
+	const store = contextData(ctx, 'node');
 	const memory = new RunMemory(store, runIndexOf(ctx), String(ctx.getExecutionId?.() ?? ''));
 	if (!asTool) memory.forgetEarlierRuns();
 	return memory;
@@ -69,13 +55,6 @@ function askedBy(ctx: IExecuteFunctions, itemIndex: number): string {
 	return typeof toolCallId === 'string' ? `${credential} ${toolCallId}` : credential;
 }
 
-function storedAnswer(answer: Answer<IDataObject>): StoredAnswer {
-	const stored: StoredAnswer = { body: answer.body, status: answer.status };
-	if (answer.requestId !== undefined) stored.requestId = answer.requestId;
-	if (answer.unreadable !== undefined) stored.unreadable = answer.unreadable;
-	return stored;
-}
-
 /** The failure an earlier try (or the failed execution this one retries) met, reported again. */
 function reportAgain(
 	ctx: IExecuteFunctions,
@@ -84,9 +63,6 @@ function reportAgain(
 ) {
 	const { memo, sameExecution } = decision;
 	const { failure } = memo;
-	const earlier = sameExecution
-		? 'an earlier try of this execution'
-		: 'the failed execution this one retries';
 	const facts = {
 		code: failure.code ?? 'unknown_error',
 		// No status and nothing sent: found before sending (the credit cap), an operation error again.
@@ -97,25 +73,24 @@ function reportAgain(
 		sessionId: failure.sessionId ?? undefined,
 		itemIndex,
 	};
-	const original = errorDescription({
-		code: facts.code,
-		httpStatus: facts.httpStatus ?? 0,
-		requestId: facts.requestId,
-		apiMessage: facts.apiMessage,
-	});
+	const describe = (next: string) =>
+		errorDescription({ ...facts, httpStatus: facts.httpStatus ?? 0 }, next);
 	if (memo.kind === 'uncertain') {
-		const how = sameExecution
-			? 'Retry On Fail never sends it again'
-			: 'to send it again after checking, turn on Options → Resend Uncertain Generations and retry the execution with the saved workflow';
 		return imagePackError(ctx.getNode(), facts, {
-			message: `Not sent again: ${earlier} sent this generation and got no clear answer (${facts.code}), so sending it again could pay twice`,
-			description: `${original} · ${how}`,
+			message: `Not sent again: ${sameExecution ? 'an earlier try of this execution' : 'the failed execution this one retries'} sent this generation and got no clear answer (${facts.code}), so sending it again could pay twice`,
+			description: describe(
+				sameExecution
+					? 'Retry On Fail never sends it again'
+					: 'to send it again after checking, turn on Options → Resend Uncertain Generations and retry the execution with the saved workflow',
+			),
 		});
 	}
 	// Only a try of the same execution reports a refusal again: a retried execution sends it.
 	return imagePackError(ctx.getNode(), facts, {
 		message: failure.reason,
-		description: `${original} · Refused in an earlier try of this execution and not sent again: another try would be refused the same way. Fix the cause, then retry the execution from Executions: refused items are sent again there.`,
+		description: describe(
+			'Refused in an earlier try of this execution and not sent again: another try would be refused the same way. Fix the cause, then retry the execution from Executions: refused items are sent again there.',
+		),
 	});
 }
 
@@ -145,7 +120,9 @@ export async function answerFor(
 	if (decision.action === 'report') throw reportAgain(ctx, itemIndex, decision);
 	try {
 		const answer = await send();
-		memory.remember(itemIndex, digest, { kind: 'generated', answer: storedAnswer(answer) });
+		const { body, status, requestId, unreadable } = answer; // JSON only: nothing downloaded
+		const stored = { body, status, requestId, unreadable };
+		memory.remember(itemIndex, digest, { kind: 'generated', answer: stored });
 		return answer;
 	} catch (error) {
 		memory.remember(itemIndex, digest, failureOutcome(errorFacts(error)));
