@@ -92,6 +92,22 @@ describe('Generate as a tool under the MCP Server Trigger', () => {
 		expect(await requests()).toHaveLength(2);
 	});
 
+	it('with Answer Within 0 (no bound) it is still held: a retry after a dropped answer sends nothing', async () => {
+		await emulator.control.injectFault({
+			route: 'generate',
+			kind: 'reset',
+			when: 'after',
+			promptIncludes: 'held: unbounded',
+		});
+		const parameters = generate('held: unbounded', { answerWithinSeconds: 0 });
+		const first = await call(underMcp(), parameters).catch((error: Error) => error);
+		expect((first as Error).message).toMatch(/may have been charged/);
+		// What n8n's tool retry (Retry On Fail) does: the same call again.
+		const again = await call(underMcp(), parameters).catch((error: Error) => error);
+		expect((again as Error).message).toBe((first as Error).message);
+		expect(await requests()).toHaveLength(1);
+	});
+
 	it('an unknown handle is refused and sends nothing', async () => {
 		const failure = await call(
 			underMcp(),

@@ -175,10 +175,11 @@ async function generateItem(run: Run, itemIndex: number, plan: ItemPlan) {
 	const { ctx, memory, replayed } = run;
 	const send = async () => await sendGeneration(run, itemIndex, plan);
 	// As a tool with an answer bound, the generation is held by the process (held.ts).
-	const bound = run.asTool ? plan.options.answerWithinMs : 0;
-	const answer = bound
-		? await heldAnswer(ctx, itemIndex, plan, run.connection, bound, send)
-		: await answerFor(ctx, itemIndex, plan, memory, replayed, send);
+	const bound = run.asTool ? plan.options.answerWithinMs : undefined;
+	const answer =
+		bound !== undefined
+			? await heldAnswer(ctx, itemIndex, plan, run.connection, bound, send)
+			: await answerFor(ctx, itemIndex, plan, memory, replayed, send);
 	if ('running' in answer) return [{ json: answer.running, pairedItem: { item: itemIndex } }];
 	const read = answer.unreadable
 		? { images: [], warnings: [], problems: [answer.unreadable] }

@@ -19,6 +19,7 @@ const hourly = new HourlyCaps();
 
 /** `promise`'s value, or undefined when it takes longer than `ms`. */
 async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+	if (ms === Infinity) return await promise; // a timer would read Infinity as 1 ms
 	const stop = new AbortController();
 	const timer = sleep(ms, stop.signal).catch(() => {});
 	return await Promise.race([promise, timer.then(() => undefined)]).finally(() => stop.abort());

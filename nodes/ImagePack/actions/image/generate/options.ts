@@ -32,14 +32,19 @@ function checkedOptions(raw: Record<string, unknown>, underMcp: boolean) {
 			`Accept Language "${language}" is not allowed. Allowed values: ${LANGUAGES.join(', ')}`,
 		);
 	}
-	// The answer bound as a tool (held.ts), unset: 45 s under MCP, none under an AI Agent.
-	const unsetBound = underMcp ? 45 : 0;
 	const number = (name: string) =>
 		boundedNumber(generateOptions.find((option) => option.name === name)!, raw[name]);
+	// As a tool (held.ts): answer within this bound (0: none), or hold nothing (an AI Agent's default:
+	// it waits as before). Under MCP the generation is always held, so n8n's tool retry never re-sends.
+	const answerWithin =
+		raw.answerWithinSeconds === undefined
+			? underMcp
+				? 45
+				: undefined
+			: number('answerWithinSeconds');
 	return {
 		acceptLanguage: language,
-		answerWithinMs:
-			(raw.answerWithinSeconds === undefined ? unsetBound : number('answerWithinSeconds')) * 1000,
+		answerWithinMs: answerWithin === undefined ? undefined : answerWithin * 1000 || Infinity,
 		concurrency: number('concurrency'),
 		// Unset stays unset: the defaults of these two depend on whether the node runs as a tool.
 		downloadImages: raw.downloadImages === undefined ? undefined : Boolean(raw.downloadImages),
