@@ -284,12 +284,12 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 		assert.ok(result.ok, result.stdout + result.stderr);
 		const [good, bad] = result.nodeOutput('Generate');
 		assert.equal(good.json.ok, true);
-		assert.deepEqual(Object.keys(bad.json).sort(), ['details', 'error']);
-		assert.equal(bad.json.details.code, 'session_not_found');
-		assert.equal(bad.json.details.httpStatus, 404);
-		assert.equal(bad.json.details.charge, 'not_charged');
-		assert.match(bad.json.details.requestId, /^req_/);
-		assert.doesNotMatch(bad.json.error, /[\u4e00-\u9fff]/, 'English, not the API’s Chinese message');
+		assert.deepEqual(Object.keys(bad.json), ['error']);
+		assert.equal(bad.json.error.code, 'session_not_found');
+		assert.equal(bad.json.error.httpStatus, 404);
+		assert.equal(bad.json.error.charge, 'not_charged');
+		assert.match(bad.json.error.requestId, /^req_/);
+		assert.doesNotMatch(bad.json.error.message, /[\u4e00-\u9fff]/, 'English, not the API’s Chinese message');
 		assert.deepEqual(bad.pairedItem, { item: 1 });
 	});
 });

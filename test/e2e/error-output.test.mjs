@@ -126,13 +126,13 @@ describe('On Error settings in n8n 2.41.1: failed items and the error output', (
 			const [item] = failed;
 			assert.deepEqual(item.pairedItem, { item: 1 });
 			assert.equal(item.json.sku, 'SKU-1', 'n8n merges the input item’s fields under the error');
-			assert.match(item.json.error, /[a-z]/i);
-			assert.doesNotMatch(item.json.error, /[\u4e00-\u9fff]/, 'English');
-			assert.equal(item.json.details.code, spec.code);
+			assert.match(item.json.error.message, /[a-z]/i);
+			assert.doesNotMatch(item.json.error.message, /[\u4e00-\u9fff]/, 'English');
+			assert.equal(item.json.error.code, spec.code);
 			if (operation === 'generate') {
-				assert.equal(item.json.details.httpStatus, 402);
-				assert.match(item.json.details.requestId, /^req_/);
-				assert.equal(item.json.details.charge, 'not_charged');
+				assert.equal(item.json.error.httpStatus, 402);
+				assert.match(item.json.error.requestId, /^req_/);
+				assert.equal(item.json.error.charge, 'not_charged');
 				const log = await emulator.control.requests({ route: 'generate' });
 				assert.deepEqual(log.map((entry) => entry.status), [200, 402, 200]);
 				assert.equal((await emulator.control.getAccount(emulator.accountId)).credits, CREDITS - 12);
@@ -147,8 +147,8 @@ describe('On Error settings in n8n 2.41.1: failed items and the error output', (
 			assert.deepEqual([...new Set(paired(items))], [0, 1, 2]);
 			const failed = items.filter((item) => 'error' in item.json);
 			assert.equal(failed.length, 1);
-			assert.deepEqual(Object.keys(failed[0].json).sort(), ['details', 'error']);
-			assert.equal(failed[0].json.details.code, spec.code);
+			assert.deepEqual(Object.keys(failed[0].json), ['error']);
+			assert.equal(failed[0].json.error.code, spec.code);
 			assert.deepEqual(failed[0].pairedItem, { item: 1 });
 		});
 
@@ -168,12 +168,12 @@ describe('On Error settings in n8n 2.41.1: failed items and the error output', (
 		const failed = routed.nodeOutput('Image Pack', 1);
 		assert.deepEqual(paired(failed), [0, 1, 2]);
 		assert.deepEqual(skus(failed), ['SKU-0', 'SKU-1', 'SKU-2']);
-		assert.ok(failed.every((item) => item.json.details.charge === 'not_sent'));
+		assert.ok(failed.every((item) => item.json.error.charge === 'not_sent'));
 		const regular = await execute(id('brokenCred', 'continueRegularOutput'));
 		assert.ok(regular.ok, regular.stdout + regular.stderr);
 		const items = regular.nodeOutput('Image Pack', 0);
 		assert.deepEqual(paired(items), [0, 1, 2]);
-		assert.ok(items.every((item) => Object.keys(item.json).sort().join() === 'details,error'));
+		assert.ok(items.every((item) => Object.keys(item.json).join() === 'error'));
 		assert.deepEqual(await emulator.control.requests(), [], 'nothing was sent');
 	});
 

@@ -33,7 +33,16 @@ export const PROFILES = {
 	// expression engine runs in isolated-vm, which ships prebuilds for Node 22 and 24 only (none for
 	// Node 20's ABI 115, and it does not build here): n8n's `legacy` engine is used instead.
 	v1: { n8n: '1.123.81', node: null, overrides: { xlsx: '0.18.5' }, env: { N8N_EXPRESSION_ENGINE: 'legacy' } },
+	// The oldest n8n the package supports (Retry On Fail under Continue On Fail keeps a retry's output
+	// from n8n-core 1.99 on), on this machine's Node 20.
+	min: { n8n: '1.100.1', node: null, overrides: { xlsx: '0.18.5' }, env: {} },
+	// The first 2.x, on Node 20 (it allows 20.19 to 24), and a 2.x between, on Node 22 (it needs >= 22.16).
+	'v2.0': { n8n: '2.0.3', node: null, overrides: { xlsx: '0.18.5' }, env: {} },
+	'v2.20': { n8n: '2.20.12', node: '22.23.3', overrides: { xlsx: '0.18.5' }, env: {} },
 };
+
+/** The compatibility matrix, oldest first (`npm run test:compat`); CI runs the first and the last. */
+export const MATRIX = ['min', 'v1', 'v2.0', 'v2.20', 'default'];
 
 const MARKER = '.imagepack-install.json';
 

@@ -40,7 +40,8 @@ const generate: INodeParameters = {
 	options: { downloadImages: false },
 };
 
-const details = (item: INodeExecutionData) => item.json.details as IDataObject;
+/** The error item's `error`: the English message and the facts. */
+const failure = (item: INodeExecutionData) => item.json.error as IDataObject;
 
 describe('Continue (using error output): the failed item, and only it, on the error output', () => {
 	it('Generate refused before sending: a ratio the model lacks (nothing sent)', async () => {
@@ -55,8 +56,8 @@ describe('Continue (using error output): the failed item, and only it, on the er
 		const [failed] = run.errorOutput;
 		expect(run.errorOutput).toHaveLength(1);
 		expect(failed.pairedItem).toEqual({ item: 1 });
-		expect(failed.json.error).toMatch(/^Item 1: .*4:5/);
-		expect(details(failed)).toMatchObject({
+		expect(failure(failed).message).toMatch(/^Item 1: .*4:5/);
+		expect(failure(failed)).toMatchObject({
 			code: 'invalid_parameter',
 			parameter: 'ratio',
 			charge: 'not_sent',
@@ -73,7 +74,7 @@ describe('Continue (using error output): the failed item, and only it, on the er
 		expect(run.output.map((item) => item.pairedItem)).toEqual([{ item: 0 }, { item: 2 }]);
 		const [failed] = run.errorOutput;
 		expect(failed.pairedItem).toEqual({ item: 1 });
-		expect(details(failed)).toMatchObject({
+		expect(failure(failed)).toMatchObject({
 			code: 'insufficient_credits',
 			httpStatus: 402,
 			requestId: expect.stringMatching(/^req_/),
@@ -95,8 +96,8 @@ describe('Continue (using error output): the failed item, and only it, on the er
 			{ item: 1 },
 			{ item: 2 },
 		]);
-		expect(run.errorOutput[0].json.error).toMatch(/Base URL/);
-		expect(details(run.errorOutput[0]).charge).toBe('not_sent');
+		expect(failure(run.errorOutput[0]).message).toMatch(/Base URL/);
+		expect(failure(run.errorOutput[0]).charge).toBe('not_sent');
 		expect(JSON.stringify(run.errorOutput)).not.toContain(emulator.apiKey);
 		expect(await emulator.control.requests()).toEqual([]);
 	});
@@ -113,8 +114,8 @@ describe('Continue (using error output): the failed item, and only it, on the er
 			{ item: 1 },
 			{ item: 2 },
 		]);
-		expect(Object.keys(run.output[1].json).sort()).toEqual(['details', 'error']);
-		expect(details(run.output[1]).code).toBe('invalid_parameter');
+		expect(Object.keys(run.output[1].json).sort()).toEqual(['error']);
+		expect(failure(run.output[1]).code).toBe('invalid_parameter');
 	});
 
 	it('with Retry On Fail: item 0 refused and refunded once is sent again alone; nothing is paid twice', async () => {
@@ -167,7 +168,7 @@ describe('Continue (using error output): the failed item, and only it, on the er
 		);
 		expect(run.output.every((item) => !('error' in item.json))).toBe(true);
 		expect(run.errorOutput.map((item) => item.pairedItem)).toEqual([{ item: 1 }]);
-		expect(Object.keys(run.errorOutput[0].json).sort()).toEqual(['details', 'error']);
-		expect(details(run.errorOutput[0]).code).toBe(code);
+		expect(Object.keys(run.errorOutput[0].json).sort()).toEqual(['error']);
+		expect(failure(run.errorOutput[0]).code).toBe(code);
 	});
 });

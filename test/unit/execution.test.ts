@@ -221,12 +221,12 @@ describe('errorItem: the shape n8n routes to the error output', () => {
 		apiMessage: null,
 	};
 
-	it('holds only error and details, with every fact of an API error', () => {
+	it('holds only error: the message and every fact of an API error', () => {
 		const item = errorItem(apiError('insufficient_credits', 402, 'req_9'), 3);
 		expect(item).toEqual({
 			json: {
-				error: 'Not enough credits for this generation',
-				details: {
+				error: {
+					message: 'Not enough credits for this generation',
 					...nulls,
 					code: 'insufficient_credits',
 					httpStatus: 402,
@@ -236,10 +236,8 @@ describe('errorItem: the shape n8n routes to the error output', () => {
 			},
 			pairedItem: { item: 3 },
 		});
-		// n8n's handleNodeErrorOutput: json.error truthy and no keys but error, message and details.
-		expect(
-			Object.keys(item.json).every((key) => ['error', 'message', 'details'].includes(key)),
-		).toBe(true);
+		// n8n's handleNodeErrorOutput before 2.36 routes a json of exactly {error} (or {error, message}).
+		expect(Object.keys(item.json)).toEqual(['error']);
 	});
 
 	it('a generation that may have been charged names its session', () => {
@@ -248,7 +246,8 @@ describe('errorItem: the shape n8n routes to the error output', () => {
 			{ code: 'timeout', httpStatus: 0, charge: 'may_have_been_charged', sessionId: 's_42' },
 			{ message: 'No answer in time' },
 		);
-		expect(errorItem(error, 0).json.details).toEqual({
+		expect(errorItem(error, 0).json.error).toEqual({
+			message: expect.stringMatching(/^No answer in time/),
 			...nulls,
 			code: 'timeout',
 			charge: 'may_have_been_charged',
@@ -264,8 +263,12 @@ describe('errorItem: the shape n8n routes to the error output', () => {
 		Object.assign(error.context, { code: 'invalid_parameter', parameter: 'ratio' });
 		expect(errorItem(error, 0)).toEqual({
 			json: {
-				error: 'Item 0: Ratio "4:5" is not allowed for qwen-image-3.0-pro',
-				details: { ...nulls, code: 'invalid_parameter', parameter: 'ratio' },
+				error: {
+					message: 'Item 0: Ratio "4:5" is not allowed for qwen-image-3.0-pro',
+					...nulls,
+					code: 'invalid_parameter',
+					parameter: 'ratio',
+				},
 			},
 			pairedItem: { item: 0 },
 		});
@@ -273,14 +276,14 @@ describe('errorItem: the shape n8n routes to the error output', () => {
 
 	it('handles plain errors and values that are not errors', () => {
 		expect(errorItem(new Error('boom'), 1)).toEqual({
-			json: { error: 'boom', details: nulls },
+			json: { error: { message: 'boom', ...nulls } },
 			pairedItem: { item: 1 },
 		});
 		expect(errorItem('plain string', 2)).toEqual({
-			json: { error: 'plain string', details: nulls },
+			json: { error: { message: 'plain string', ...nulls } },
 			pairedItem: { item: 2 },
 		});
 		expect(errorItem(undefined, 4).pairedItem).toEqual({ item: 4 });
-		expect(typeof errorItem(null, 5).json.error).toBe('string');
+		expect(typeof (errorItem(null, 5).json.error as { message: unknown }).message).toBe('string');
 	});
 });

@@ -82,16 +82,20 @@ export async function mapWithConcurrency<T, R>(
 }
 
 /**
- * The output item of a failed input item under Continue On Fail, in the one shape n8n's error output
- * routes: `json` holds only `error` (the English message) and `details` (the facts). Any other
- * top-level key would keep it on the success output; setting the item's own `error` would make n8n
- * replace `json` by the bare message. `charge` says what the failure cost; `sessionId` is where to
- * check a generation that may have been charged (null: the newest "API generation" session).
+ * The output item of a failed input item under Continue On Fail, in the one shape every n8n from
+ * 1.100 on routes to the error output with its facts: `json` is `{ error: { message, ...facts } }`.
+ * Before n8n 2.36 only a `json` of exactly `{error}` (or `{error, message}`) is routed; setting the
+ * item's own `error` would make n8n replace `json` by the bare message. `charge` says what the
+ * failure cost; `sessionId` is where to check a generation that may have been charged (null: the
+ * newest "API generation" session).
  */
 export function errorItem(error: unknown, itemIndex: number): INodeExecutionData {
-	const details: Partial<ReturnType<typeof errorFacts>> = errorFacts(error);
-	delete details.reason; // the message without the item: `error` holds the whole message
-	return { json: { error: errorMessage(error), details }, pairedItem: { item: itemIndex } };
+	const facts: Partial<ReturnType<typeof errorFacts>> = errorFacts(error);
+	delete facts.reason; // the message without the item: `message` holds the whole message
+	return {
+		json: { error: { message: errorMessage(error), ...facts } },
+		pairedItem: { item: itemIndex },
+	};
 }
 
 /**

@@ -53,7 +53,7 @@ describe('Download File', () => {
 			fileName: url.split('/').pop(),
 			mimeType: 'image/png',
 		});
-		expect(output[1].json.details).toMatchObject({
+		expect(output[1].json.error).toMatchObject({
 			httpStatus: 404,
 			requestId: expect.stringMatching(/^req_/),
 		});

@@ -180,7 +180,7 @@ describe('Continue On Fail with Retry On Fail', () => {
 		const result = await runInEngine(engine({ continueOnFail: true }));
 		expect(
 			result.output.map(
-				(item) => (item.json.details as IDataObject | undefined)?.code ?? item.json.ok,
+				(item) => (item.json.error as IDataObject | undefined)?.code ?? item.json.ok,
 			),
 		).toEqual(['internal_error', true, true]);
 		expect(await requestsPer()).toEqual([3, 1, 1]);
@@ -190,11 +190,11 @@ describe('Continue On Fail with Retry On Fail', () => {
 	it('an uncertain item 1 stays an error item on every try, never sent again', async () => {
 		await droppedAfterSending('item one');
 		const result = await runInEngine(engine({ continueOnFail: true }));
-		expect(result.output[0].json.details).toMatchObject({
+		expect(result.output[0].json.error).toMatchObject({
+			message: expect.stringMatching(/^Not sent again/),
 			code: 'network_error',
 			charge: 'may_have_been_charged',
 		});
-		expect(String(result.output[0].json.error)).toMatch(/^Not sent again/);
 		expect(await requestsPer()).toEqual([1, 1, 1]);
 		expect(await chargedPer()).toEqual([PRICE, PRICE, PRICE]);
 	});

@@ -180,8 +180,8 @@ describe('Generate', () => {
 		expect(output).toHaveLength(3);
 		expect(output[0].json.images).toHaveLength(1);
 		expect(output[1].json).toEqual({
-			error: expect.stringMatching(/^Item 1: Number of images "3"/),
-			details: {
+			error: {
+				message: expect.stringMatching(/^Item 1: Number of images "3"/),
 				code: 'invalid_parameter',
 				httpStatus: null,
 				requestId: null,
@@ -203,8 +203,8 @@ describe('Generate', () => {
 			continueOnFail: true,
 		});
 		expect(output[0].json).toEqual({
-			error: 'The generation failed on the service; the reserved credits were refunded',
-			details: {
+			error: {
+				message: 'The generation failed on the service; the reserved credits were refunded',
 				code: 'internal_error',
 				httpStatus: 500,
 				requestId: expect.stringMatching(/^req_/),
