@@ -1,0 +1,75 @@
+/**
+ * What the editor asks a running n8n over its REST API, in the form each n8n of the matrix expects
+ * (read in each version's compiled controllers and request DTOs under node_modules/n8n/dist and
+ * @n8n/api-types/dist): the owner's setup, the resource locator's search, Fetch Test Event.
+ */
+import { restSession } from '../e2e/n8n.mjs';
+
+/** [major, minor, patch] of a version string, for comparisons. */
+const parts = (version) => version.split('.').map(Number);
+export const atLeast = (version, wanted) => {
+	const [a, b] = [parts(version), parts(wanted)];
+	for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i] > b[i];
+	return true;
+};
+
+/**
+ * Creates the owner account and logs in. `POST /rest/owner/setup` (what the editor's setup page sends)
+ * exists in every version of the matrix; N8N_INSTANCE_OWNER_MANAGED_BY_ENV, which the e2e suites use,
+ * does not exist in 1.x and 2.0, so it is not used here.
+ */
+export async function ownerSession(url, owner) {
+	const response = await fetch(`${url}/rest/owner/setup`, {
+		method: 'POST',
+		headers: { 'content-type': 'application/json' },
+		body: JSON.stringify({ email: owner.email, firstName: 'Compat', lastName: 'Owner', password: owner.password }),
+	});
+	if (response.status !== 200) throw new Error(`owner setup failed (${response.status}): ${await response.text()}`);
+	return restSession(url, owner);
+}
+
+/** A REST call that must succeed; returns the body's `data`. */
+export async function ok(session, method, route, body) {
+	const answer = await session.request(method, `/rest${route}`, body);
+	if (answer.status >= 300) throw new Error(`${method} ${route}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 500)}`);
+	return answer.body.data;
+}
+
+/**
+ * The resource locator's "From list" as the editor asks it (`POST
+ * /rest/dynamic-node-parameters/resource-locator-results`): the same body in 1.100 and 2.41 (2.x adds
+ * optional projectId and workflowId, and accepts a numeric paginationToken, 1.x only a string).
+ */
+export function searchList(session, { nodeType, version = 1, parameters, path, methodName, credentials, filter, paginationToken }) {
+	return ok(session, 'POST', '/dynamic-node-parameters/resource-locator-results', {
+		path,
+		nodeTypeAndVersion: { name: nodeType, version },
+		currentNodeParameters: parameters,
+		methodName,
+		credentials,
+		...(filter === undefined ? {} : { filter }),
+		...(paginationToken === undefined ? {} : { paginationToken }),
+	});
+}
+
+/**
+ * Fetch Test Event as the editor sends it: a manual run of the workflow from the trigger, up to the
+ * trigger (`POST /rest/workflows/:id/run`). Returns the execution id.
+ */
+export async function fetchTestEvent(session, version, workflowId, triggerName) {
+	// n8n 2.x (ManualRunDto) runs the saved workflow and takes the destination as { nodeName, mode };
+	// n8n 1.x wants the workflow itself in the body and the destination as a node name.
+	const body = atLeast(version, MANUAL_RUN_DTO_FROM)
+		? { triggerToStartFrom: { name: triggerName }, destinationNode: { nodeName: triggerName, mode: 'inclusive' } }
+		: {
+				workflowData: await ok(session, 'GET', `/workflows/${workflowId}`),
+				triggerToStartFrom: { name: triggerName },
+				destinationNode: triggerName,
+			};
+	const data = await ok(session, 'POST', `/workflows/${workflowId}/run`, body);
+	if (!data?.executionId) throw new Error(`Fetch Test Event started no execution: ${JSON.stringify(data)}`);
+	return String(data.executionId);
+}
+
+/** The first n8n whose `POST /rest/workflows/:id/run` reads the ManualRunDto body (set from the matrix). */
+export const MANUAL_RUN_DTO_FROM = '2.0.0';

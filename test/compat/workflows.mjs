@@ -1,0 +1,191 @@
+/**
+ * The workflows of the compatibility suite, built for any n8n of the matrix: each gets an explicit id
+ * and a `versionId` (n8n 2.x's import:workflow wants one), node versions fitted to what the n8n has.
+ */
+import { randomUUID } from 'node:crypto';
+
+import { agentExample } from '../e2e/agent-scenarios.mjs';
+import { node, withCredential } from '../e2e/fixtures.mjs';
+
+export const IMAGE_PACK = 'n8n-nodes-imagepack.imagePack';
+export const TRIGGER = 'n8n-nodes-imagepack.imagePackTrigger';
+export const ERROR_SETTINGS = ['continueErrorOutput', 'continueRegularOutput'];
+
+/** seedream-5-0-pro at 1K costs 6 credits an image: with 20 credits, 1 + 4 + 1 images refuse the second. */
+export const ERROR_CREDITS = 20;
+
+/** Three items per operation, the second failing; `facts` are the failed item's error facts. */
+export const OPERATIONS = {
+	generate: {
+		parameters: {
+			resource: 'image',
+			operation: 'generate',
+			prompt: '={{ $json.prompt }}',
+			model: 'seedream-5-0-pro',
+			ratio: '1:1',
+			n: '={{ $json.n }}',
+			options: { downloadImages: false },
+		},
+		rows: () => [1, 4, 1].map((n, index) => ({ sku: `SKU-${index}`, prompt: `product ${index}`, n })),
+		facts: { code: 'insufficient_credits', httpStatus: 402, requestId: /^req_/, charge: 'not_charged' },
+	},
+	get: {
+		parameters: { resource: 'publication', operation: 'get', publicationId: { __rl: true, mode: 'id', value: '={{ $json.id }}' } },
+		rows: (fixture) => [fixture.mine, fixture.theirs, fixture.mine].map((id, index) => ({ sku: `SKU-${index}`, id })),
+		facts: { code: 'not_found', httpStatus: 404, requestId: /^req_/, charge: 'not_charged' },
+	},
+	getMany: {
+		parameters: { resource: 'publication', operation: 'getMany', sinceId: '={{ $json.since }}', limit: 1 },
+		rows: () => [0, 'yesterday', 0].map((since, index) => ({ sku: `SKU-${index}`, since })),
+		facts: { code: 'invalid_parameter', httpStatus: null, requestId: null, charge: 'not_sent' },
+	},
+	download: {
+		parameters: { resource: 'file', operation: 'download', fileUrl: '={{ $json.file }}' },
+		rows: (fixture) => [fixture.file, '/api/file/missing.png', fixture.file].map((file, index) => ({ sku: `SKU-${index}`, file })),
+		facts: { code: 'not_found', httpStatus: 404, requestId: /^req_/, charge: 'not_charged' },
+	},
+};
+
+/** nano-banana-2 at 1K: 12 credits an image. */
+export const RETRY_PRICE = 12;
+/**
+ * Retry On Fail (3 tries) under Continue On Fail, one branch per case, items told apart by prompt:
+ * `refused` fails its first item once with a 500 before any work (nothing charged), `dropped` loses the
+ * answer of its first item after the service generated (and charged) it.
+ */
+export const RETRY_BRANCHES = {
+	regular: { onError: 'continueRegularOutput', fault: { kind: 'status', status: 500 } },
+	errorOutput: { onError: 'continueErrorOutput', fault: { kind: 'status', status: 500 } },
+	dropped: { onError: 'continueRegularOutput', fault: { kind: 'reset', when: 'after' } },
+};
+export const retryPrompts = (branch) => ['first', 'second', 'third'].map((word) => `${branch} ${word}`);
+
+export const WORKFLOW_IDS = {
+	generate: 'compatGenerate01',
+	errors: (setting) => `compatErr${setting === 'continueErrorOutput' ? 'Out' : 'Reg'}`.padEnd(16, '0'),
+	retry: 'compatRetryCof01',
+	agent: 'compatAgentErr01',
+	trigger: 'compatTrigger001',
+};
+
+const rows = (name, list) =>
+	node(name, 'n8n-nodes-base.code', { jsCode: `return ${JSON.stringify(list)}.map((json) => ({ json }));` }, { typeVersion: 2 });
+
+/**
+ * A Manual Trigger feeding several branches, each a row of nodes: { branchName: [node, …] }. Node
+ * names must be unique across branches.
+ */
+export function fanOut(id, name, branches) {
+	const nodes = [node('Run', 'n8n-nodes-base.manualTrigger')];
+	const connections = { Run: { main: [[]] } };
+	Object.values(branches).forEach((list, row) => {
+		list.forEach((n, column) => nodes.push({ ...n, position: [(column + 1) * 220, row * 200] }));
+		connections.Run.main[0].push({ node: list[0].name, type: 'main', index: 0 });
+		for (let i = 0; i < list.length - 1; i++) connections[list[i].name] = { main: [[{ node: list[i + 1].name, type: 'main', index: 0 }]] };
+	});
+	return { id, name, versionId: randomUUID(), nodes, connections, settings: { executionOrder: 'v1' } };
+}
+
+export function generateWorkflow() {
+	return fanOut(WORKFLOW_IDS.generate, 'compat: generate with a download', {
+		generate: [
+			node('Generate', IMAGE_PACK, {
+				resource: 'image',
+				operation: 'generate',
+				prompt: 'A white ceramic mug on an oak table',
+				model: 'gpt-image-2',
+				quality: 'low',
+				ratio: '4:5',
+				n: 2,
+			}),
+		],
+	});
+}
+
+/** Every operation in one workflow (a branch each) under one On Error setting; nodes named by operation. */
+export function errorsWorkflow(setting, fixture) {
+	const branches = {};
+	for (const [operation, spec] of Object.entries(OPERATIONS)) {
+		branches[operation] = [rows(`Rows ${operation}`, spec.rows(fixture)), node(operation, IMAGE_PACK, spec.parameters, { onError: setting })];
+	}
+	return fanOut(WORKFLOW_IDS.errors(setting), `compat: every operation under ${setting}`, branches);
+}
+
+export function retryWorkflow() {
+	const branches = {};
+	for (const [branch, { onError }] of Object.entries(RETRY_BRANCHES)) {
+		const generate = {
+			resource: 'image',
+			operation: 'generate',
+			prompt: '={{ $json.prompt }}',
+			model: 'nano-banana-2',
+			ratio: '1:1',
+			resolution: '1K',
+			options: { downloadImages: false },
+		};
+		branches[branch] = [
+			rows(`Rows ${branch}`, retryPrompts(branch).map((prompt) => ({ prompt }))),
+			// n8n reads a wait of 0 as "not set" (1 s): 10 ms keeps the run short.
+			node(branch, IMAGE_PACK, generate, { onError, retryOnFail: true, maxTries: 3, waitBetweenTries: 10 }),
+		];
+	}
+	return fanOut(WORKFLOW_IDS.retry, 'compat: Retry On Fail under Continue On Fail', branches);
+}
+
+/** The trigger from the beginning (with manifests), polling once a minute at second `second`. */
+export function triggerWorkflow(second) {
+	const trigger = node('Trigger', TRIGGER, {
+		pollTimes: { item: [{ mode: 'custom', cronExpression: `${second} * * * * *` }] },
+		includeManifest: true,
+		startFrom: 'beginning',
+	});
+	return {
+		id: WORKFLOW_IDS.trigger,
+		name: 'compat: trigger',
+		versionId: randomUUID(),
+		nodes: [trigger, node('Received', 'n8n-nodes-base.noOp', {}, { position: [220, 0] })],
+		connections: { Trigger: { main: [[{ node: 'Received', type: 'main', index: 0 }]] } },
+		settings: { executionOrder: 'v1' },
+	};
+}
+
+/** The node types n8n knows: Map of name → versions. */
+export function knownVersions(types) {
+	const known = new Map();
+	for (const type of types) known.set(type.name, [...(known.get(type.name) ?? []), ...[type.version].flat()]);
+	return known;
+}
+
+/**
+ * The workflow with every node version this n8n lacks replaced by the highest one it has below it
+ * (the AI nodes of an older n8n). Returns { workflow, changed: ['type a → b'], missing: [types] }.
+ */
+export function fitNodeVersions(workflow, known) {
+	const copy = structuredClone(workflow);
+	const changed = [];
+	const missing = [];
+	for (const n of copy.nodes) {
+		const versions = known.get(n.type);
+		if (!versions) {
+			missing.push(n.type);
+			continue;
+		}
+		if (versions.includes(n.typeVersion)) continue;
+		const below = versions.filter((version) => version < n.typeVersion).sort((a, b) => b - a)[0];
+		if (below === undefined) {
+			missing.push(`${n.type} v${n.typeVersion}`);
+			continue;
+		}
+		changed.push(`${n.type.split('.').pop()} ${n.typeVersion} → ${below}`);
+		n.typeVersion = below;
+	}
+	return { workflow: copy, changed, missing };
+}
+
+/** The chat example on the scripted model's errors scenario, fitted to this n8n's AI nodes. */
+export function agentWorkflow({ credential, model, known }) {
+	const example = agentExample({ id: WORKFLOW_IDS.agent, scenario: 'errors', credential, model });
+	return fitNodeVersions({ ...example, versionId: randomUUID() }, known);
+}
+
+export { withCredential };
