@@ -1,6 +1,7 @@
 /**
- * Orchestration of the things that are not a plain compile: the emulator, the end-to-end suite in a
- * real n8n, the sandbox, the benchmarks and the verification scan. `n8n-node build` does the build.
+ * Orchestration of the things that are not a plain compile: the emulator, the end-to-end suite and the
+ * compatibility matrix in real n8n, the sandbox, the benchmarks and the verification scan. `n8n-node
+ * build` does the build.
  */
 const { execFileSync, spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -66,6 +67,15 @@ async function runE2e(wanted, prepareEnv = {}, testEnv = {}) {
 	}).finally(() => fs.rmSync(path.dirname(tarball), { recursive: true, force: true }));
 }
 
+/**
+ * The compatibility matrix (test/compat/run.mjs): installs the n8n versions not cached yet, builds and
+ * packs once, runs test/compat/suite.test.mjs in each n8n and prints a summary line per version.
+ * `npm run test:compat -- --profiles=min,default` runs some.
+ */
+function compat() {
+	return run(process.execPath, ['test/compat/run.mjs', ...process.argv.slice(3)]);
+}
+
 /** Emulator + the pinned n8n with this package, a ready credential and the example workflows. */
 function sandbox() {
 	return run(process.execPath, ['--import', 'tsx', 'test/e2e/sandbox.mjs', ...process.argv.slice(3)]);
@@ -81,4 +91,4 @@ function scan() {
 	return run('npm', ['run', 'build']).then(() => run(process.execPath, ['test/scan/scan.mjs']));
 }
 
-module.exports = { emulator, e2e, queue, ui, sandbox, bench, scan, run };
+module.exports = { emulator, e2e, queue, ui, compat, sandbox, bench, scan, run };

@@ -3,6 +3,7 @@
  * (read in each version's compiled controllers and request DTOs under node_modules/n8n/dist and
  * @n8n/api-types/dist): the owner's setup, the resource locator's search, Fetch Test Event.
  */
+import { waitFor } from '../e2e/fixtures.mjs';
 import { restSession } from '../e2e/n8n.mjs';
 
 /** [major, minor, patch] of a version string, for comparisons. */
@@ -19,6 +20,8 @@ export const atLeast = (version, wanted) => {
  * does not exist in 1.x and 2.0, so it is not used here.
  */
 export async function ownerSession(url, owner) {
+	// 1.x answers /healthz/readiness before its REST routes are mounted (1.100.1: a 404 for seconds).
+	await waitFor(async () => (await fetch(`${url}/rest/settings`)).status === 200, { timeoutMs: 60_000, what: 'n8n’s REST API' });
 	const response = await fetch(`${url}/rest/owner/setup`, {
 		method: 'POST',
 		headers: { 'content-type': 'application/json' },

@@ -1,8 +1,11 @@
 /**
- * The workflows of the compatibility suite, built for any n8n of the matrix: each gets an explicit id
- * and a `versionId` (n8n 2.x's import:workflow wants one), node versions fitted to what the n8n has.
+ * The workflows of the compatibility suite, built for any n8n of the matrix: each gets an explicit id,
+ * a `versionId` (n8n 2.x's import:workflow wants one) and `active: false` (1.100.1's import:workflow
+ * fails without it: NOT NULL constraint on workflow_entity.active), AI node versions fitted to the n8n.
  */
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 
 import { agentExample } from '../e2e/agent-scenarios.mjs';
 import { node, withCredential } from '../e2e/fixtures.mjs';
@@ -83,7 +86,7 @@ export function fanOut(id, name, branches) {
 		connections.Run.main[0].push({ node: list[0].name, type: 'main', index: 0 });
 		for (let i = 0; i < list.length - 1; i++) connections[list[i].name] = { main: [[{ node: list[i + 1].name, type: 'main', index: 0 }]] };
 	});
-	return { id, name, versionId: randomUUID(), nodes, connections, settings: { executionOrder: 'v1' } };
+	return { id, name, versionId: randomUUID(), active: false, nodes, connections, settings: { executionOrder: 'v1' } };
 }
 
 export function generateWorkflow() {
@@ -143,40 +146,49 @@ export function triggerWorkflow(second) {
 		id: WORKFLOW_IDS.trigger,
 		name: 'compat: trigger',
 		versionId: randomUUID(),
+		active: false,
 		nodes: [trigger, node('Received', 'n8n-nodes-base.noOp', {}, { position: [220, 0] })],
 		connections: { Trigger: { main: [[{ node: 'Received', type: 'main', index: 0 }]] } },
 		settings: { executionOrder: 'v1' },
 	};
 }
 
-/** The node types n8n knows: Map of name → versions. */
-export function knownVersions(types) {
+/** The node types n8n knows (a list as n8n's types/nodes.json has it): Map of name → versions. */
+export function knownVersions(types, prefix = '') {
 	const known = new Map();
-	for (const type of types) known.set(type.name, [...(known.get(type.name) ?? []), ...[type.version].flat()]);
+	for (const type of types) {
+		const name = `${prefix}${type.name}`;
+		known.set(name, [...(known.get(name) ?? []), ...[type.version].flat()]);
+	}
 	return known;
 }
 
+export const LANGCHAIN = '@n8n/n8n-nodes-langchain.';
+
+/** The AI nodes an n8n install ships (its n8n-nodes-langchain's types/nodes.json), without starting it. */
+export function shippedAiNodes(installDir) {
+	const file = path.join(installDir, 'node_modules', '@n8n', 'n8n-nodes-langchain', 'dist', 'types', 'nodes.json');
+	return knownVersions(JSON.parse(fs.readFileSync(file, 'utf8')), LANGCHAIN);
+}
+
 /**
- * The workflow with every node version this n8n lacks replaced by the highest one it has below it
- * (the AI nodes of an older n8n). Returns { workflow, changed: ['type a → b'], missing: [types] }.
+ * The workflow with every AI node version this n8n lacks replaced by the highest one it has below it
+ * (1.100.1 has AI Agent 2 and OpenAI Chat Model 1.2 at most). Returns { workflow, changed: ['type a →
+ * b'], missing: [types] }.
  */
-export function fitNodeVersions(workflow, known) {
+export function fitAiNodeVersions(workflow, known) {
 	const copy = structuredClone(workflow);
 	const changed = [];
 	const missing = [];
-	for (const n of copy.nodes) {
-		const versions = known.get(n.type);
-		if (!versions) {
-			missing.push(n.type);
-			continue;
-		}
+	for (const n of copy.nodes.filter((one) => one.type.startsWith(LANGCHAIN))) {
+		const versions = known.get(n.type) ?? [];
 		if (versions.includes(n.typeVersion)) continue;
 		const below = versions.filter((version) => version < n.typeVersion).sort((a, b) => b - a)[0];
 		if (below === undefined) {
 			missing.push(`${n.type} v${n.typeVersion}`);
 			continue;
 		}
-		changed.push(`${n.type.split('.').pop()} ${n.typeVersion} → ${below}`);
+		changed.push(`${n.type.slice(LANGCHAIN.length)} ${n.typeVersion} → ${below}`);
 		n.typeVersion = below;
 	}
 	return { workflow: copy, changed, missing };
@@ -185,7 +197,7 @@ export function fitNodeVersions(workflow, known) {
 /** The chat example on the scripted model's errors scenario, fitted to this n8n's AI nodes. */
 export function agentWorkflow({ credential, model, known }) {
 	const example = agentExample({ id: WORKFLOW_IDS.agent, scenario: 'errors', credential, model });
-	return fitNodeVersions({ ...example, versionId: randomUUID() }, known);
+	return fitAiNodeVersions({ ...example, versionId: randomUUID(), active: false }, known);
 }
 
 export { withCredential };

@@ -1,0 +1,101 @@
+#!/usr/bin/env node
+/**
+ * `npm run test:compat` (gulp compat): installs the n8n of each profile that is not cached yet, builds
+ * and packs the package once, runs test/compat/suite.test.mjs in each n8n one after the other, then
+ * prints a summary line per version. Exits non-zero if a suite failed.
+ *
+ *   npm run test:compat                                # every profile of MATRIX (n8n-install.mjs)
+ *   npm run test:compat -- --profiles=min,default      # some
+ *   npm run test:compat -- --test-name-pattern=Retry   # other arguments go to node --test
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { MATRIX, PROFILES, ensureN8n, installPaths, isInstalled } from '../e2e/n8n-install.mjs';
+import { REPO_ROOT, packPackage } from '../e2e/n8n.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const chosen = args.find((arg) => arg.startsWith('--profiles='));
+const profiles = chosen ? chosen.slice('--profiles='.length).split(',').filter(Boolean) : MATRIX;
+const testArgs = args.filter((arg) => arg !== chosen);
+const unknown = profiles.filter((name) => !PROFILES[name]);
+if (unknown.length || !profiles.length) {
+	console.error(`test:compat: unknown profile ${unknown.join(', ') || '(none)'}; known: ${Object.keys(PROFILES).join(', ')}`);
+	process.exit(2);
+}
+
+const seconds = (ms) => `${Math.round(ms / 1000)} s`;
+const say = (message) => process.stderr.write(`[compat] ${message}\n`);
+const describe = (name) => {
+	const { n8n, node } = installPaths(name).profile;
+	return `n8n ${n8n} (${name}, Node ${node ?? process.versions.node})`;
+};
+
+function runSuite(profile, tarball, summaryFile) {
+	const reporter = path.join(here, 'reporter.mjs');
+	const suite = path.join(here, 'suite.test.mjs');
+	return new Promise((resolve, reject) => {
+		const child = spawn(
+			process.execPath,
+			[
+				'--import',
+				'tsx',
+				'--test',
+				'--test-concurrency=1',
+				'--test-reporter=spec',
+				'--test-reporter-destination=stdout',
+				`--test-reporter=${reporter}`,
+				`--test-reporter-destination=${summaryFile}`,
+				...testArgs,
+				suite,
+			],
+			{ cwd: REPO_ROOT, stdio: 'inherit', env: { ...process.env, COMPAT_PROFILE: profile, IMAGEPACK_TARBALL: tarball } },
+		);
+		child.on('error', reject);
+		child.on('exit', (code, signal) => resolve(code ?? signal));
+	});
+}
+
+const started = Date.now();
+// Installs first, one after the other (each takes minutes and gigabytes): a failed install stops here.
+for (const profile of profiles) {
+	if (isInstalled(profile)) continue;
+	const begun = Date.now();
+	say(`installing ${describe(profile)}…`);
+	await ensureN8n(profile);
+	say(`installed ${describe(profile)} in ${seconds(Date.now() - begun)}`);
+}
+const tarball = await packPackage();
+const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'imagepack-compat-'));
+const results = [];
+try {
+	for (const profile of profiles) {
+		say(`${describe(profile)}: running the suite`);
+		const summaryFile = path.join(workDir, `${profile}.json`);
+		const begun = Date.now();
+		const code = await runSuite(profile, tarball, summaryFile);
+		let summary = null;
+		try {
+			summary = JSON.parse(fs.readFileSync(summaryFile, 'utf8'));
+		} catch {}
+		results.push({ profile, code, ms: Date.now() - begun, summary });
+	}
+} finally {
+	fs.rmSync(path.dirname(tarball), { recursive: true, force: true });
+	fs.rmSync(workDir, { recursive: true, force: true });
+}
+
+console.log('\ntest:compat summary');
+for (const { profile, code, ms, summary } of results) {
+	const counts = summary ? `${summary.passed} passed, ${summary.failed} failed, ${summary.skipped} skipped` : `no result (exit ${code})`;
+	console.log(`compat: ${describe(profile)}: ${counts} in ${seconds(ms)}`);
+	for (const name of summary?.failures ?? []) console.log(`  failed: ${name}`);
+	for (const note of summary?.notes ?? []) console.log(`  note: ${note}`);
+}
+console.log(`compat: ${results.length} versions in ${seconds(Date.now() - started)}`);
+const failed = results.some(({ code, summary }) => code !== 0 || !summary || summary.failed > 0);
+process.exit(failed ? 1 : 0);
