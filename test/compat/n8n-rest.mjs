@@ -57,22 +57,33 @@ export function searchList(session, { nodeType, version = 1, parameters, path, m
 
 /**
  * Fetch Test Event as the editor sends it: a manual run of the workflow from the trigger, up to the
- * trigger (`POST /rest/workflows/:id/run`). Returns the execution id.
+ * trigger (`POST /rest/workflows/:id/run`). Returns the execution id. The body differs by version:
+ * - the workflow itself goes in the body up to 2.0.3 (its controller reads `workflowData`); 2.20.12 and
+ *   2.41.1 run the saved workflow (2.41.1's ManualRunDto drops unknown keys). Versions between 2.0.3
+ *   and 2.20.12 are not tested: they get the workflow too, which the newer ones ignore.
+ * - the destination is a node name in 1.x, `{ nodeName, mode }` from 2.0.
  */
 export async function fetchTestEvent(session, version, workflowId, triggerName) {
-	// n8n 2.x (ManualRunDto) runs the saved workflow and takes the destination as { nodeName, mode };
-	// n8n 1.x wants the workflow itself in the body and the destination as a node name.
-	const body = atLeast(version, MANUAL_RUN_DTO_FROM)
-		? { triggerToStartFrom: { name: triggerName }, destinationNode: { nodeName: triggerName, mode: 'inclusive' } }
-		: {
-				workflowData: await ok(session, 'GET', `/workflows/${workflowId}`),
-				triggerToStartFrom: { name: triggerName },
-				destinationNode: triggerName,
-			};
+	const body = {
+		triggerToStartFrom: { name: triggerName },
+		destinationNode: atLeast(version, '2.0.0') ? { nodeName: triggerName, mode: 'inclusive' } : triggerName,
+	};
+	if (!atLeast(version, '2.20.0')) body.workflowData = await ok(session, 'GET', `/workflows/${workflowId}`);
 	const data = await ok(session, 'POST', `/workflows/${workflowId}/run`, body);
 	if (!data?.executionId) throw new Error(`Fetch Test Event started no execution: ${JSON.stringify(data)}`);
 	return String(data.executionId);
 }
 
-/** The first n8n whose `POST /rest/workflows/:id/run` reads the ManualRunDto body (set from the matrix). */
-export const MANUAL_RUN_DTO_FROM = '2.0.0';
+/**
+ * Creates a workflow and activates (2.x: publishes) it as the editor does; returns its id. Through
+ * the REST API, not `import:workflow` + `publish:workflow`: 2.0.3's import writes no workflow history,
+ * and its publish:workflow then fails ("Version … not found for workflow"). 1.x takes `active` in a
+ * PATCH of the workflow; 2.x has `POST /rest/workflows/:id/activate` with the version to publish.
+ */
+export async function createActiveWorkflow(session, version, { name, nodes, connections, settings }) {
+	// `active: false` as the editor sends it: 1.100.1 and 2.0.3 fail without it (NOT NULL constraint).
+	const created = await ok(session, 'POST', '/workflows', { name, nodes, connections, settings, active: false });
+	if (atLeast(version, '2.0.0')) await ok(session, 'POST', `/workflows/${created.id}/activate`, { versionId: created.versionId });
+	else await ok(session, 'PATCH', `/workflows/${created.id}`, { active: true, versionId: created.versionId });
+	return String(created.id);
+}

@@ -23,7 +23,6 @@ import {
 	installPaths,
 	isFinished,
 	packPackage,
-	publishWorkflow,
 	readExecutions,
 	readBinary,
 	readStaticData,
@@ -31,7 +30,7 @@ import {
 	waitForFinishedExecutions,
 } from '../e2e/n8n.mjs';
 import { startScriptedModel } from '../e2e/scripted-model.mjs';
-import { fetchTestEvent, ownerSession, searchList } from './n8n-rest.mjs';
+import { createActiveWorkflow, fetchTestEvent, ownerSession, searchList } from './n8n-rest.mjs';
 import { prepareUserFolder } from './user-folder.mjs';
 import {
 	ERROR_CREDITS,
@@ -58,8 +57,8 @@ const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
 const OWNER = { email: 'owner@example.com', password: 'Compat-Test-Password-1' };
 /** The keys of a failed item's `error`, on every version and both Continue settings. */
 const ERROR_KEYS = ['message', 'code', 'httpStatus', 'requestId', 'charge', 'sessionId', 'parameter', 'apiMessage'];
-/** Seconds from the trigger workflow's import to its first timed poll: covers publish and n8n's start. */
-const FIRST_POLL_AFTER_S = Number(process.env.COMPAT_FIRST_POLL_AFTER_S ?? 50);
+/** Seconds from the trigger's activation to its first timed poll: after the REST tests, before long. */
+const FIRST_POLL_AFTER_S = Number(process.env.COMPAT_FIRST_POLL_AFTER_S ?? 20);
 const log = (message) => process.env.E2E_QUIET || process.stderr.write(`[compat ${version}] ${message}\n`);
 
 describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.versions.node})`, () => {
@@ -238,6 +237,7 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 		let session;
 		const picker = { id: 'compatPickerCre1', name: 'Image Pack (picker account)', type: 'imagePackApi' };
 		const seen = {};
+		let triggerId;
 
 		before(async () => {
 			// The picker's account: more publications than one page (50), one of them easy to find.
@@ -247,13 +247,12 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 			seen.totes = await emulator.control.publish({ accountId: account.accountId, packId: 'pk_totes' });
 			seen.mugs = await emulator.control.publish({ packId: 'pk_mugs' });
 
-			const second = (Math.floor(Date.now() / 1000) + FIRST_POLL_AFTER_S) % 60;
 			await importCredential(userFolder.dir, { ...picker, data: { baseUrl: emulator.baseUrl, apiKey: key } }, options);
-			await importWorkflow(userFolder.dir, withCredential(triggerWorkflow(second), credential), options);
-			await publishWorkflow(userFolder.dir, WORKFLOW_IDS.trigger, options);
 			n8n = await startN8n({ userFolder: userFolder.dir, profile, echo: !!process.env.E2E_ECHO, env: { N8N_SECURE_COOKIE: 'false' } });
 			session = await ownerSession(n8n.url, OWNER);
-			log(`n8n ready; timed polls at second ${second}`);
+			const second = (Math.floor(Date.now() / 1000) + FIRST_POLL_AFTER_S) % 60;
+			triggerId = await createActiveWorkflow(session, version, withCredential(triggerWorkflow(second), credential));
+			log(`trigger workflow ${triggerId} active; timed polls at second ${second}`);
 		});
 
 		after(async () => {
@@ -276,7 +275,7 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 		});
 
 		it('the trigger’s activation poll emits the account’s publications, oldest first, with manifests', async () => {
-			const [first] = await waitForFinishedExecutions(userFolder.dir, WORKFLOW_IDS.trigger, 1, options);
+			const [first] = await waitForFinishedExecutions(userFolder.dir, triggerId, 1, options);
 			assert.equal(first.mode, 'trigger');
 			assert.equal(first.status, 'success', JSON.stringify(first.run?.resultData?.error));
 			assert.deepEqual(triggerIds(first), [fixture.mine, seen.mugs.id]);
@@ -306,28 +305,28 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 		});
 
 		it('Fetch Test Event (POST /rest/workflows/:id/run): the newest publication, the cursor left alone', async () => {
-			await waitForFinishedExecutions(userFolder.dir, WORKFLOW_IDS.trigger, 1, options);
-			const cursor = await readStaticData(userFolder.dir, WORKFLOW_IDS.trigger, options);
-			const executionId = await fetchTestEvent(session, version, WORKFLOW_IDS.trigger, 'Trigger');
+			await waitForFinishedExecutions(userFolder.dir, triggerId, 1, options);
+			const cursor = await readStaticData(userFolder.dir, triggerId, options);
+			const executionId = await fetchTestEvent(session, version, triggerId, 'Trigger');
 			const execution = await waitFor(
-				async () => (await waitForFinishedExecutions(userFolder.dir, WORKFLOW_IDS.trigger, 1, options)).find((e) => String(e.id) === executionId),
+				async () => (await waitForFinishedExecutions(userFolder.dir, triggerId, 1, options)).find((e) => String(e.id) === executionId),
 				{ timeoutMs: 60_000, what: `the manual execution ${executionId}` },
 			);
 			assert.equal(execution.mode, 'manual');
 			assert.equal(execution.status, 'success', JSON.stringify(execution.run?.resultData?.error));
 			assert.deepEqual(triggerIds(execution), [seen.mugs.id]);
-			assert.deepEqual(await readStaticData(userFolder.dir, WORKFLOW_IDS.trigger, options), cursor);
+			assert.deepEqual(await readStaticData(userFolder.dir, triggerId, options), cursor);
 		});
 
 		it('a timed poll of the active workflow emits the new publication once; the cursor is saved', async () => {
 			seen.late = await emulator.control.publish({ packId: 'pk_late' });
-			const polls = async () => (await readExecutions(userFolder.dir, WORKFLOW_IDS.trigger, options)).filter((e) => e.mode === 'trigger');
+			const polls = async () => (await readExecutions(userFolder.dir, triggerId, options)).filter((e) => e.mode === 'trigger');
 			const emitted = await waitFor(async () => {
 				const list = await polls();
 				return list.length >= 2 && list.every(isFinished) && list;
 			}, { timeoutMs: 150_000, intervalMs: 1000, what: 'the timed poll' });
 			assert.deepEqual(emitted.map(triggerIds), [[fixture.mine, seen.mugs.id], [seen.late.id]]);
-			const state = (await readStaticData(userFolder.dir, WORKFLOW_IDS.trigger, options))?.['node:Trigger'];
+			const state = (await readStaticData(userFolder.dir, triggerId, options))?.['node:Trigger'];
 			assert.ok(state?.cursor >= seen.late.id, JSON.stringify(state));
 		});
 	});

@@ -352,13 +352,15 @@ export async function waitForFinishedExecutions(userFolder, workflowId, count, {
 
 /**
  * The bytes of a binary in an execution's output. n8n 2.x keeps binaries on disk ("filesystem-v2":
- * `<user folder>/.n8n/storage/<path from the id>`); inline base64 data is decoded as is.
+ * `<user folder>/.n8n/storage/<path from the id>`, in `.n8n/binaryData` up to 2.0.x at least);
+ * inline base64 data is decoded as is.
  */
 export function readBinary(userFolder, binary) {
 	if (binary.id) {
 		const [mode, ...rest] = binary.id.split(':');
 		if (!mode.startsWith('filesystem')) throw new Error(`readBinary: unsupported binary data mode ${mode}`);
-		return fs.readFileSync(path.join(userFolder, '.n8n', 'storage', rest.join(':')));
+		const [file, older] = ['storage', 'binaryData'].map((folder) => path.join(userFolder, '.n8n', folder, rest.join(':')));
+		return fs.readFileSync(fs.existsSync(file) || !fs.existsSync(older) ? file : older);
 	}
 	return Buffer.from(binary.data, 'base64');
 }
