@@ -61,12 +61,14 @@ export function searchList(session, { nodeType, version = 1, parameters, path, m
  * - the workflow itself goes in the body up to 2.0.3 (its controller reads `workflowData`); 2.20.12 and
  *   2.41.1 run the saved workflow (2.41.1's ManualRunDto drops unknown keys). Versions between 2.0.3
  *   and 2.20.12 are not tested: they get the workflow too, which the newer ones ignore.
- * - the destination is a node name in 1.x, `{ nodeName, mode }` from 2.0.
+ * - the destination is `{ nodeName, mode }` in 1.123.81 and every 2.x (n8n pull request 22244, Nov
+ *   2025, made it required), a node name in 1.100.1 (a name sent to 1.123.81 fails: "Could not find a
+ *   node named "undefined""). 1.101 to 1.122 are not tested: they get the name.
  */
 export async function fetchTestEvent(session, version, workflowId, triggerName) {
 	const body = {
 		triggerToStartFrom: { name: triggerName },
-		destinationNode: atLeast(version, '2.0.0') ? { nodeName: triggerName, mode: 'inclusive' } : triggerName,
+		destinationNode: atLeast(version, '1.123.0') ? { nodeName: triggerName, mode: 'inclusive' } : triggerName,
 	};
 	if (!atLeast(version, '2.20.0')) body.workflowData = await ok(session, 'GET', `/workflows/${workflowId}`);
 	const data = await ok(session, 'POST', `/workflows/${workflowId}/run`, body);
