@@ -54,6 +54,8 @@ import {
 const profile = process.env.COMPAT_PROFILE || 'default';
 const { n8n: version, node: nodeVersion } = installPaths(profile).profile;
 const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
+/** The credential of the picker's account. */
+const PICKER = { id: 'compatPickerCre1', name: 'Image Pack (picker account)', type: 'imagePackApi' };
 const OWNER = { email: 'owner@example.com', password: 'Compat-Test-Password-1' };
 /** The keys of a failed item's `error`, on every version and both Continue settings. */
 const ERROR_KEYS = ['message', 'code', 'httpStatus', 'requestId', 'charge', 'sessionId', 'parameter', 'apiMessage'];
@@ -77,11 +79,18 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 		const other = await emulator.control.createAccount({});
 		fixture.theirs = (await emulator.control.publish({ accountId: other.accountId })).id;
 		fixture.file = (await emulator.control.seedImages({ count: 1 })).images[0].url;
+		// The picker's account: more publications than one page (50), the newest easy to find.
+		const pickerAccount = await emulator.control.createAccount({});
+		const { key } = await emulator.control.createKey({ accountId: pickerAccount.accountId });
+		await emulator.control.publishBulk({ accountId: pickerAccount.accountId, count: 60 });
+		fixture.totes = await emulator.control.publish({ accountId: pickerAccount.accountId, packId: 'pk_totes' });
+		fixture.mugs = await emulator.control.publish({ packId: 'pk_mugs' });
 
 		userFolder = await prepareUserFolder({ tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()), profile });
 		credential = emulatorCredential(emulator);
 		agent = agentWorkflow({ credential, model, known: shippedAiNodes(installPaths(profile).dir) });
-		await importCredential(userFolder.dir, [credential, modelCredential(model)], options);
+		const pickerCredential = { ...PICKER, data: { baseUrl: emulator.baseUrl, apiKey: key } };
+		await importCredential(userFolder.dir, [credential, pickerCredential, modelCredential(model)], options);
 		const workflows = [generateWorkflow(), ...ERROR_SETTINGS.map((setting) => errorsWorkflow(setting, fixture)), retryWorkflow()];
 		if (!agent.missing.length) workflows.push(agent.workflow);
 		await importWorkflow(userFolder.dir, workflows.map((workflow) => withCredential(workflow, credential)), options);
@@ -235,19 +244,9 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 	describe('a running n8n (REST API, trigger)', () => {
 		let n8n;
 		let session;
-		const picker = { id: 'compatPickerCre1', name: 'Image Pack (picker account)', type: 'imagePackApi' };
-		const seen = {};
 		let triggerId;
 
 		before(async () => {
-			// The picker's account: more publications than one page (50), one of them easy to find.
-			const account = await emulator.control.createAccount({});
-			const { key } = await emulator.control.createKey({ accountId: account.accountId });
-			await emulator.control.publishBulk({ accountId: account.accountId, count: 60 });
-			seen.totes = await emulator.control.publish({ accountId: account.accountId, packId: 'pk_totes' });
-			seen.mugs = await emulator.control.publish({ packId: 'pk_mugs' });
-
-			await importCredential(userFolder.dir, { ...picker, data: { baseUrl: emulator.baseUrl, apiKey: key } }, options);
 			n8n = await startN8n({ userFolder: userFolder.dir, profile, echo: !!process.env.E2E_ECHO, env: { N8N_SECURE_COOKIE: 'false' } });
 			session = await ownerSession(n8n.url, OWNER);
 			const second = (Math.floor(Date.now() / 1000) + FIRST_POLL_AFTER_S) % 60;
@@ -278,7 +277,7 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 			const [first] = await waitForFinishedExecutions(userFolder.dir, triggerId, 1, options);
 			assert.equal(first.mode, 'trigger');
 			assert.equal(first.status, 'success', JSON.stringify(first.run?.resultData?.error));
-			assert.deepEqual(triggerIds(first), [fixture.mine, seen.mugs.id]);
+			assert.deepEqual(triggerIds(first), [fixture.mine, fixture.mugs.id]);
 			assert.equal(first.nodeOutput('Trigger')[0].json.manifest.schemaVersion, 3);
 		});
 
@@ -289,19 +288,19 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 					path: 'parameters.publicationId',
 					methodName: 'searchPublications',
 					parameters: { resource: 'publication', operation: 'get', publicationId: { __rl: true, mode: 'list', value: '' } },
-					credentials: { imagePackApi: { id: picker.id, name: picker.name } },
+					credentials: { imagePackApi: { id: PICKER.id, name: PICKER.name } },
 					...extra,
 				});
 			const first = await ask({});
 			assert.equal(first.results.length, 50);
-			assert.match(first.results[0].name, new RegExp(`^#${seen.totes.id} · pk_totes v1 · `));
-			assert.equal(first.results[0].value, String(seen.totes.id));
+			assert.match(first.results[0].name, new RegExp(`^#${fixture.totes.id} · pk_totes v1 · `));
+			assert.equal(first.results[0].value, String(fixture.totes.id));
 			assert.equal(typeof first.paginationToken, 'string');
 			const next = await ask({ paginationToken: first.paginationToken });
 			assert.equal(next.results.length, 11, 'the rest of the 61');
 			assert.equal(next.paginationToken, undefined);
 			const found = await ask({ filter: 'totes' });
-			assert.deepEqual(found.results.map((result) => result.value), [String(seen.totes.id)]);
+			assert.deepEqual(found.results.map((result) => result.value), [String(fixture.totes.id)]);
 		});
 
 		it('Fetch Test Event (POST /rest/workflows/:id/run): the newest publication, the cursor left alone', async () => {
@@ -314,20 +313,20 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 			);
 			assert.equal(execution.mode, 'manual');
 			assert.equal(execution.status, 'success', JSON.stringify(execution.run?.resultData?.error));
-			assert.deepEqual(triggerIds(execution), [seen.mugs.id]);
+			assert.deepEqual(triggerIds(execution), [fixture.mugs.id]);
 			assert.deepEqual(await readStaticData(userFolder.dir, triggerId, options), cursor);
 		});
 
 		it('a timed poll of the active workflow emits the new publication once; the cursor is saved', async () => {
-			seen.late = await emulator.control.publish({ packId: 'pk_late' });
+			const late = await emulator.control.publish({ packId: 'pk_late' });
 			const polls = async () => (await readExecutions(userFolder.dir, triggerId, options)).filter((e) => e.mode === 'trigger');
 			const emitted = await waitFor(async () => {
 				const list = await polls();
 				return list.length >= 2 && list.every(isFinished) && list;
 			}, { timeoutMs: 150_000, intervalMs: 1000, what: 'the timed poll' });
-			assert.deepEqual(emitted.map(triggerIds), [[fixture.mine, seen.mugs.id], [seen.late.id]]);
+			assert.deepEqual(emitted.map(triggerIds), [[fixture.mine, fixture.mugs.id], [late.id]]);
 			const state = (await readStaticData(userFolder.dir, triggerId, options))?.['node:Trigger'];
-			assert.ok(state?.cursor >= seen.late.id, JSON.stringify(state));
+			assert.ok(state?.cursor >= late.id, JSON.stringify(state));
 		});
 	});
 });
