@@ -5,27 +5,23 @@
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import {
-	type ApiErrorInfo,
-	SCOPE_OPERATIONS,
+	type ErrorFacts,
 	chargeHint,
-	englishMessage,
 	errorFacts,
+	factFields,
 	imagePackError,
 	errorDescription,
 	redact,
 } from '../../nodes/ImagePack/shared/errors';
+import { SCOPE_OPERATIONS, codeOf, englishMessage } from '../../nodes/ImagePack/shared/codes';
 import { testNode as node } from '../harness/n8n';
 import { ROUTES } from '../../nodes/ImagePack/transport/routes';
 
 const { generate: GENERATE, listPublications: LIST, getPublication: DETAIL, file: FILE } = ROUTES;
 const CJK = /[\u3000-\u9fff\uff00-\uffef]/;
 
-const info = (
-	code: string,
-	httpStatus: number,
-	extra: Partial<ApiErrorInfo> = {},
-): ApiErrorInfo => ({
-	code,
+const info = (code: string, httpStatus: number, extra: Partial<ErrorFacts> = {}) => ({
+	code: codeOf(code),
 	httpStatus,
 	...extra,
 });
@@ -235,9 +231,16 @@ describe('imagePackError and errorFacts: facts travel on the error, not in its t
 			requestId: 'req_1',
 			charge: 'not_charged',
 			apiMessage: '积分不足',
+			reason: 'Not enough credits',
+		});
+		expect(factFields(errorFacts(error))).toEqual({
+			code: 'insufficient_credits',
+			httpStatus: 402,
+			requestId: 'req_1',
+			charge: 'not_charged',
+			apiMessage: '积分不足',
 			sessionId: null,
 			parameter: null,
-			reason: 'Not enough credits',
 		});
 	});
 
@@ -265,7 +268,7 @@ describe('imagePackError and errorFacts: facts travel on the error, not in its t
 		expect(timeout.message).toBe(`No answer in time. ${chargeHint('s_42')}`);
 		expect(timeout.message).toContain('check session s_42');
 		expect(timeout.description).toBe(chargeHint('s_42'));
-		expect(errorFacts(timeout)).toMatchObject({
+		expect(factFields(errorFacts(timeout))).toMatchObject({
 			httpStatus: null,
 			charge: 'may_have_been_charged',
 			sessionId: 's_42',
@@ -285,7 +288,7 @@ describe('imagePackError and errorFacts: facts travel on the error, not in its t
 		const error = imagePackError(
 			node,
 			{
-				code: 'x',
+				code: 'invalid_request',
 				httpStatus: 400,
 				charge: 'not_charged',
 				apiMessage: `bad ${key}`,
@@ -312,18 +315,23 @@ describe('imagePackError and errorFacts: facts travel on the error, not in its t
 	};
 
 	it('errors that are not ours get nulls, "not_sent" and their message as the reason', () => {
-		expect(errorFacts(new Error('plain'))).toEqual({ ...nulls, reason: 'plain' });
-		expect(errorFacts(new NodeOperationError(node, 'bad parameter'))).toEqual({
+		const read = (error: unknown) => ({
+			...factFields(errorFacts(error)),
+			reason: errorFacts(error).reason,
+		});
+		expect(read(new Error('plain'))).toEqual({ ...nulls, reason: 'plain' });
+		expect(read(new NodeOperationError(node, 'bad parameter'))).toEqual({
 			...nulls,
 			reason: 'bad parameter',
 		});
-		expect(errorFacts({ context: { code: 7, httpStatus: '402', requestId: 5 } })).toMatchObject(
-			nulls,
-		);
-		expect(errorFacts({ context: { httpStatus: -1 } }).httpStatus).toBeNull();
+		expect(read({ context: { code: 7, httpStatus: '402', requestId: 5 } })).toMatchObject(nulls);
+		expect(read({ context: { httpStatus: -1 } }).httpStatus).toBeNull();
 	});
 
 	it.each([null, undefined, 'a string', 42])('does not throw for %p', (value) => {
-		expect(errorFacts(value)).toEqual({ ...nulls, reason: String(value) });
+		expect({ ...factFields(errorFacts(value)), reason: errorFacts(value).reason }).toEqual({
+			...nulls,
+			reason: String(value),
+		});
 	});
 });

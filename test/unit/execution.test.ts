@@ -5,6 +5,7 @@
  */
 import { NodeOperationError, sleep } from 'n8n-workflow';
 
+import type { Code } from '../../nodes/ImagePack/shared/codes';
 import { imagePackError } from '../../nodes/ImagePack/shared/errors';
 
 import { errorItem, mapWithConcurrency } from '../../nodes/ImagePack/shared/execution';
@@ -202,7 +203,7 @@ describe('mapWithConcurrency: failures', () => {
 	});
 });
 
-function apiError(code: string, httpStatus: number, requestId?: string) {
+function apiError(code: Code, httpStatus: number, requestId?: string) {
 	return imagePackError(
 		node,
 		{ code, httpStatus, requestId, charge: 'not_charged' },

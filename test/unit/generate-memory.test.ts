@@ -13,15 +13,12 @@ import {
 	requestDigest,
 	sendsAgainInExecution,
 } from '../../nodes/ImagePack/actions/image/generate/memory';
+import type { Code } from '../../nodes/ImagePack/shared/codes';
 
-const failure = (code: string | null, charge: StoredFailure['charge']): StoredFailure => ({
+const failure = (code: Code | undefined, charge: StoredFailure['charge']): StoredFailure => ({
 	code,
-	httpStatus: null,
 	requestId: 'req_1',
 	charge,
-	apiMessage: null,
-	sessionId: null,
-	parameter: null,
 	reason: 'what failed',
 });
 
@@ -105,7 +102,7 @@ describe('decide', () => {
 		['session_not_found', 'not_charged'],
 		['new_user_daily_limit', 'not_charged'],
 		['credit_cap_reached', 'not_sent'],
-		[null, 'not_sent'],
+		[undefined, 'not_sent'],
 	] as const)(
 		'a %s refusal is reported again by the same execution and sent by a retried one',
 		(code, charge) => {
@@ -175,7 +172,10 @@ describe('RunMemory', () => {
 		const store: Record<string, unknown> = { [MEMORY_KEY]: 'garbage' };
 		const memory = new RunMemory(store, 0, 'e1');
 		expect(memory.recall(0)).toBeUndefined();
-		memory.remember(0, 'd', { kind: 'refused', failure: failure('x', 'not_charged') });
+		memory.remember(0, 'd', {
+			kind: 'refused',
+			failure: failure('invalid_request', 'not_charged'),
+		});
 		expect(memory.recall(0)?.kind).toBe('refused');
 	});
 });

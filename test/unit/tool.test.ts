@@ -31,10 +31,7 @@ describe('tool descriptions', () => {
 describe('toolErrorText', () => {
 	const base = {
 		operation: 'generate',
-		httpStatus: null,
-		requestId: null,
 		charge: 'not_sent' as const,
-		apiMessage: null,
 	};
 
 	it('a validation error: nothing sent, what to change', () => {

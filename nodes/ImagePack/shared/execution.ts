@@ -2,7 +2,7 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
-import { errorFacts, errorMessage, imagePackError } from './errors';
+import { errorFacts, errorMessage, factFields, imagePackError } from './errors';
 import { ValidationIssue, boundedNumber } from './validate';
 
 /** n8n's cancel signal for this execution (Stop), where the context offers one (polls have none). */
@@ -90,10 +90,8 @@ export async function mapWithConcurrency<T, R>(
  * newest "API generation" session).
  */
 export function errorItem(error: unknown, itemIndex: number): INodeExecutionData {
-	const facts: Partial<ReturnType<typeof errorFacts>> = errorFacts(error);
-	delete facts.reason; // the message without the item: `message` holds the whole message
 	return {
-		json: { error: { message: errorMessage(error), ...facts } },
+		json: { error: { message: errorMessage(error), ...factFields(errorFacts(error)) } },
 		pairedItem: { item: itemIndex },
 	};
 }

@@ -19,7 +19,8 @@ import {
 	QUALITIES,
 	RATIOS,
 } from './catalog';
-import { CHARGE_WORDS, errorFacts, nextStep } from './errors';
+import { rule } from './codes';
+import { type ChargeOutcome, type ErrorFacts, errorFacts, factFields } from './errors';
 import { type OperationName, operationOf } from './operations';
 
 /** Whether AI Agent 2.x runs this call in its own context (a SupplyDataContext). */
@@ -120,10 +121,16 @@ export const TOOL_DESCRIPTIONS: Record<OperationName, string> = {
 
 // Errors as text a model can act on.
 
-/** What failed (`errorFacts`: the reason, without the item and free of the key) and in which operation. */
-export type ToolErrorInput = Omit<ReturnType<typeof errorFacts>, 'sessionId' | 'parameter'> & {
-	operation: string;
+/** Each charge outcome in words for a model. */
+const CHARGE_WORDS: Record<ChargeOutcome, string> = {
+	not_sent: 'Nothing was sent and no credits were used.',
+	not_charged: 'The service refused or refunded the request: no credits were charged.',
+	may_have_been_charged:
+		'The generation may have run and may have been charged: do not call again automatically.',
 };
+
+/** What failed (`errorFacts`: the reason, without the item and free of the key) and in which operation. */
+export type ToolErrorInput = ErrorFacts & { reason: string; operation: string };
 
 /** One English paragraph: what failed, the code, what was charged, the request id, what to do. */
 export function toolErrorText(input: ToolErrorInput): string {
@@ -139,7 +146,7 @@ export function toolErrorText(input: ToolErrorInput): string {
 	if (input.apiMessage) {
 		parts.push(`The service’s message: ${input.apiMessage.trim().replace(/[^.。!?！？]$/, '$&.')}`);
 	}
-	const next = nextStep(code);
+	const { next } = rule(input.code);
 	if (next) parts.push(next);
 	return parts.join(' ');
 }
@@ -151,13 +158,10 @@ export function toolErrorItem(
 	operation: string,
 ): INodeExecutionData {
 	const facts = errorFacts(error);
-	const json: IDataObject = {
-		error: toolErrorText({ operation, ...facts }),
-		code: facts.code,
-		httpStatus: facts.httpStatus,
-	};
-	if (facts.requestId) json.requestId = facts.requestId;
-	if (operationOf(operation)?.paid) json.charged = facts.charge;
+	const { code, httpStatus, requestId, charge } = factFields(facts);
+	const json: IDataObject = { error: toolErrorText({ operation, ...facts }), code, httpStatus };
+	if (requestId) json.requestId = requestId;
+	if (operationOf(operation)?.paid) json.charged = charge;
 	return { json, pairedItem: { item: itemIndex } };
 }
 

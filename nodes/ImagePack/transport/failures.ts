@@ -1,11 +1,10 @@
 /** What a failed request cost, decided once from how far it got, and the errors that say so. */
 import type { IN8nHttpFullResponse } from 'n8n-workflow';
 
+import { type Code, type ErrorCode, englishMessage } from '../shared/codes';
 import {
-	type ApiErrorInfo,
 	type ChargeOutcome,
-	NETWORK_CAUSES,
-	englishMessage,
+	type ErrorFacts,
 	errorDescription,
 	imagePackError,
 	redact,
@@ -15,6 +14,12 @@ import { headerValue } from './receive';
 import { type Outgoing, type Route, routeOf } from './routes';
 import type { CallScope } from './scope';
 
+/** What an error answer says: its code, status, request id and the API's own message. */
+export type ApiAnswer = Pick<ErrorFacts, 'requestId' | 'apiMessage'> & {
+	code: ErrorCode;
+	httpStatus: number;
+};
+
 /** How far a failed request got, which decides what it cost. */
 export type Delivery = 'not_sent' | 'refused' | 'unknown';
 
@@ -22,6 +27,18 @@ function chargeOf(route: Route, delivery: Delivery): ChargeOutcome {
 	if (delivery === 'not_sent') return 'not_sent';
 	return route.paid && delivery === 'unknown' ? 'may_have_been_charged' : 'not_charged';
 }
+
+/** Why a request got no answer, by network error code (in the message of a `network_error`). */
+const NETWORK_CAUSES: Record<string, string> = {
+	ECONNREFUSED: 'the connection was refused',
+	ENOTFOUND: 'the host name does not resolve',
+	EAI_AGAIN: 'the host name could not be resolved right now',
+	ECONNRESET: 'the connection was reset before the answer arrived',
+	EPIPE: 'the connection was closed while sending',
+	// axios' word for a body cut off mid-stream
+	ERR_BAD_RESPONSE: 'the answer was cut off before it was complete',
+	ERR_BODY_TOO_LARGE: 'the answer was larger than allowed',
+};
 
 /** Errors after which the request certainly never reached the server. */
 export const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
@@ -83,7 +100,7 @@ export class Failures {
 	}
 
 	/** The service (or something in front of it) answered with an error. */
-	answer(info: ApiErrorInfo, delivery: Delivery, extra?: string, message?: string) {
+	answer(info: ApiAnswer, delivery: Delivery, extra?: string, message?: string) {
 		return this.build(
 			{
 				code: info.code,
@@ -98,7 +115,7 @@ export class Failures {
 	}
 
 	/** The file endpoint answered, but not with a redirect the node can use: `problem` says why. */
-	fileAnswer(response: IN8nHttpFullResponse, code: string, problem: string, message?: string) {
+	fileAnswer(response: IN8nHttpFullResponse, code: Code, problem: string, message?: string) {
 		const requestId = headerValue(response.headers, 'x-request-id');
 		const info = { code, httpStatus: response.statusCode, requestId, apiMessage: problem };
 		return this.answer(info, 'refused', undefined, message);
@@ -119,7 +136,7 @@ export class Failures {
 	}
 
 	private build(
-		facts: Omit<Parameters<typeof imagePackError>[1], 'itemIndex' | 'sessionId'>,
+		facts: Omit<ErrorFacts, 'itemIndex' | 'sessionId'> & { code: ErrorCode },
 		message: string,
 		description: string,
 	) {

@@ -4,15 +4,17 @@
  */
 import type { IN8nHttpFullResponse } from 'n8n-workflow';
 
-import { type ApiErrorInfo, redact } from '../shared/errors';
+import { type Code, codeOf } from '../shared/codes';
+import { redact } from '../shared/errors';
 import { BodyTooLarge, readCapped } from './body';
 import type { Connection } from './connection';
+import type { ApiAnswer } from './failures';
 import { limits } from './limits';
 import type { CallScope } from './scope';
 
 /** A 2xx answer whose body could not be read: cut off, garbled, too large, not a JSON object. */
 export interface BrokenAnswer {
-	code: string;
+	code: Code;
 	problem: string;
 	/** The first characters of the body, key masked. */
 	snippet: string;
@@ -79,7 +81,7 @@ export function parseErrorBody(
 	httpStatus: number,
 	text: string,
 	requestIdHeader?: string,
-): ApiErrorInfo {
+): ApiAnswer {
 	let parsed: unknown;
 	try {
 		parsed = JSON.parse(text);
@@ -89,7 +91,7 @@ export function parseErrorBody(
 	const error = (parsed as { error?: Record<string, unknown> } | undefined)?.error;
 	if (error && typeof error.code === 'string') {
 		return {
-			code: error.code,
+			code: codeOf(error.code),
 			httpStatus,
 			requestId: typeof error.request_id === 'string' ? error.request_id : requestIdHeader,
 			apiMessage: typeof error.message === 'string' ? error.message : undefined,

@@ -5,7 +5,7 @@
  */
 import type { IDataObject, IHttpRequestMethods } from 'n8n-workflow';
 
-import type { RouteFacts } from '../shared/errors';
+import type { RouteFacts } from '../shared/codes';
 import { DEFAULT_TIMEOUT_MS, DOWNLOAD_TIMEOUT_MS } from './limits';
 
 export interface Route extends RouteFacts {

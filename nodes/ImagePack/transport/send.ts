@@ -13,6 +13,7 @@
  */
 import type { IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
 
+import { rule } from '../shared/codes';
 import { redact } from '../shared/errors';
 import { discard, readCapped } from './body';
 import { type ApiContext, type Connection, CREDENTIAL_TYPE } from './connection';
@@ -164,7 +165,7 @@ async function refused<R>(run: Attempt<R>, response: IN8nHttpFullResponse, reque
 		if (scope.signal.aborted) throw fail.network();
 	}
 	const info = parseErrorBody(status, redact(text, run.connection.apiKey), requestId);
-	if (status === 429 && info.code === 'rate_limited') {
+	if (status === 429 && rule(info.code).retryAfter) {
 		const retryAfter = retryAfterSeconds(headerValue(response.headers, 'retry-after'));
 		const seconds = retryAfter ?? backoff(number) / 1000;
 		const inTime = seconds * 1000 < scope.deadline - Date.now();
@@ -182,6 +183,6 @@ async function refused<R>(run: Attempt<R>, response: IN8nHttpFullResponse, reque
 	if (!run.out.authenticated && (status === 403 || status === 410)) info.code = 'expired_link';
 	// A gateway error on a POST says nothing about whether the work behind it ran; the service's
 	// own internal_error promises a refund.
-	const gateway = status >= 500 && info.code !== 'internal_error';
+	const gateway = status >= 500 && !rule(info.code).refunded;
 	throw fail.answer(info, gateway ? 'unknown' : 'refused');
 }

@@ -6,7 +6,7 @@
  */
 import type { IBinaryData, IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
-import { chargeHint, errorFacts, imagePackError } from '../../../shared/errors';
+import { chargeHint, errorFacts, imagePackError, mayHaveBeenCharged } from '../../../shared/errors';
 import { asNodeError, eachItem } from '../../../shared/execution';
 import { ExecutionLedger, runsAsTool } from '../../../shared/tool';
 import {
@@ -62,7 +62,7 @@ async function sendGeneration(run: Run, itemIndex: number, { request, options }:
 		const call = { itemIndex, acceptLanguage, timeoutMs };
 		answer = await generate<GenerateResponse>(ctx, connection, { ...request.body }, call);
 	} catch (error) {
-		settle(errorFacts(error).charge === 'may_have_been_charged' ? estimate : 0);
+		settle(mayHaveBeenCharged(errorFacts(error)) ? estimate : 0);
 		throw asNodeError(ctx, error, itemIndex);
 	}
 	const charged = Number(answer.body.credits_charged);

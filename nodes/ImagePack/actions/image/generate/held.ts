@@ -5,7 +5,7 @@
  */
 import { type IDataObject, type IExecuteFunctions, sleep } from 'n8n-workflow';
 
-import { chargeHint, errorFacts, imagePackError } from '../../../shared/errors';
+import { chargeHint, errorFacts, imagePackError, mayHaveBeenCharged } from '../../../shared/errors';
 import type { Answer, Connection } from '../../../transport';
 import type { GenerateResponse } from './answer';
 import { HourlyCaps } from './hourlyCap';
@@ -61,7 +61,7 @@ export async function heldAnswer(
 ): Promise<Generated | { running: IDataObject }> {
 	const request = { body: plan.request.body, language: plan.options.acceptLanguage };
 	const key = generationKey(connection.baseUrl, connection.apiKey, request);
-	const uncertain = (error: unknown) => errorFacts(error).charge === 'may_have_been_charged';
+	const uncertain = (error: unknown) => mayHaveBeenCharged(errorFacts(error));
 	const { handle } = plan.options;
 	const held = handle ? pending.find(handle, key) : pending.join(key, send, uncertain).held;
 	if (!held) {

@@ -11,6 +11,7 @@
  */
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 
+import { rule } from '../../../shared/codes';
 import { errorFacts } from '../../../shared/errors';
 import { type Connection, signedFileLink } from '../../../transport';
 import type { GeneratedImage } from './answer';
@@ -22,9 +23,6 @@ export interface ImageLink extends IDataObject {
 	expires_at?: string;
 	error?: string;
 }
-
-/** Errors that hold for every image of the call: the other links are not asked for. */
-const KEY_WIDE = new Set(['unauthorized', 'invalid_api_key', 'insufficient_scope', 'cancelled']);
 
 /** Why an image has no link, in words a model or a person can act on. */
 function missingLinkText(error: unknown): string {
@@ -65,7 +63,7 @@ export async function addImageLinks(
 		} catch (error) {
 			const text = missingLinkText(error);
 			links.push({ id, url: null, error: text });
-			if (KEY_WIDE.has(errorFacts(error).code ?? '')) stopped = text;
+			if (rule(errorFacts(error).code).keyWide) stopped = text;
 		}
 	}
 	result.image_links = links;

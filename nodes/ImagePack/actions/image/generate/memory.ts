@@ -12,7 +12,8 @@
  */
 import { createHash } from 'crypto';
 
-import type { errorFacts } from '../../../shared/errors';
+import { rule } from '../../../shared/codes';
+import { type ErrorFacts, mayHaveBeenCharged } from '../../../shared/errors';
 
 /** Key of the records in the node's execution context data (`getContext('node')`). */
 export const MEMORY_KEY = 'imagePackGenerate';
@@ -26,7 +27,7 @@ export interface StoredAnswer {
 }
 
 /** The facts of a failed request, as `errorFacts` reads them: enough to report it again. */
-export type StoredFailure = ReturnType<typeof errorFacts>;
+export type StoredFailure = ErrorFacts & { reason: string };
 
 export type Outcome =
 	| { kind: 'generated'; answer: StoredAnswer }
@@ -42,17 +43,9 @@ export type Decision =
 	| { action: 'replay'; answer: StoredAnswer }
 	| { action: 'report'; memo: Memo & { kind: 'uncertain' | 'refused' }; sameExecution: boolean };
 
-/**
- * Refusals that another try of the same execution may get past: the service failed and refunded
- * (`internal_error`), the key was over its rate limit after the node's own `Retry-After` waits, or
- * nothing left this machine (a refused connection, a stop). Every other refusal (400s, 401/403, 402,
- * 404, `new_user_daily_limit`, the credit cap …) would be refused again a second later.
- */
-const PASSING_REFUSALS = new Set(['internal_error', 'rate_limited', 'network_error', 'cancelled']);
-
-/** Whether a try of the same execution sends a refused item again. */
+/** Whether a try of the same execution sends a refused item again (the code's `retryOnFail`). */
 export function sendsAgainInExecution(failure: StoredFailure): boolean {
-	return failure.code !== null && PASSING_REFUSALS.has(failure.code);
+	return rule(failure.code).retryOnFail === true;
 }
 
 /**
@@ -80,7 +73,7 @@ export function decide(
 
 /** How a failure is remembered: `may_have_been_charged` is uncertain, anything else a refusal. */
 export function failureOutcome(failure: StoredFailure): Outcome {
-	return failure.charge === 'may_have_been_charged'
+	return mayHaveBeenCharged(failure)
 		? { kind: 'uncertain', failure }
 		: { kind: 'refused', failure };
 }

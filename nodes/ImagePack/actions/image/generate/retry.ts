@@ -63,18 +63,8 @@ function reportAgain(
 ) {
 	const { memo, sameExecution } = decision;
 	const { failure } = memo;
-	const facts = {
-		code: failure.code ?? 'unknown_error',
-		// No status and nothing sent: found before sending (the credit cap), an operation error again.
-		httpStatus: failure.httpStatus ?? (failure.charge === 'not_sent' ? undefined : 0),
-		requestId: failure.requestId ?? undefined,
-		charge: failure.charge,
-		apiMessage: failure.apiMessage ?? undefined,
-		sessionId: failure.sessionId ?? undefined,
-		itemIndex,
-	};
-	const describe = (next: string) =>
-		errorDescription({ ...facts, httpStatus: facts.httpStatus ?? 0 }, next);
+	const facts = { ...failure, code: failure.code ?? ('unknown_error' as const), itemIndex };
+	const describe = (next: string) => errorDescription(facts, next);
 	if (memo.kind === 'uncertain') {
 		return imagePackError(ctx.getNode(), facts, {
 			message: `Not sent again: ${sameExecution ? 'an earlier try of this execution' : 'the failed execution this one retries'} sent this generation and got no clear answer (${facts.code}), so sending it again could pay twice`,
