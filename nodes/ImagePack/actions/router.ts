@@ -6,8 +6,8 @@ import type { ImagePackType, NodeMap } from './node.type';
 import * as publication from './publication/Publication.resource';
 import { rule } from '../shared/codes';
 import { errorFacts, imagePackError } from '../shared/errors';
-import { asNodeError, errorItem } from '../shared/execution';
-import { runsAsTool, runsUnderMcp, toolErrorItem } from '../shared/tool';
+import { asNodeError, errorItem } from './items';
+import { runsAsTool, runsUnderMcp, toolErrorItem } from './tool';
 
 type Operation = (
 	this: IExecuteFunctions,
@@ -41,7 +41,7 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 		return [await run.call(this, items)];
 	} catch (error) {
 		// An agent's tool must not throw: AI Agent 2.x hands the model an empty string, 3.x the bare
-		// message. The model gets the whole story as the tool's result instead (see shared/tool.ts).
+		// message. The model gets the whole story as the tool's result instead (see tool.ts).
 		if (runsAsTool(this)) {
 			const failed = items.map((_item, itemIndex) => toolErrorItem(error, itemIndex, operation));
 			// Only a throw reaches an MCP client flagged as an error: the whole text in the message.

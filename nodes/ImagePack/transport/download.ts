@@ -12,10 +12,9 @@ import type {
 } from 'n8n-workflow';
 
 import { imagePackError } from '../shared/errors';
-import { maxFileBytes } from '../shared/execution';
 import { BodyTooLarge, discard, guardStream } from './body';
 import { type ApiContext, type Connection, parseUrl } from './connection';
-import { formatBytes, limits } from './limits';
+import { DEFAULT_MAX_FILE_BYTES, formatBytes, limits } from './limits';
 import { type CallOptions, type Outgoing, ROUTES } from './routes';
 import { type CallScope, openScope } from './scope';
 import { Failures } from './failures';
@@ -128,7 +127,7 @@ async function openFile(
 	ctx: ApiContext,
 	connection: Connection,
 	reference: string,
-	{ itemIndex = 0, maxBytes = maxFileBytes({}) }: FileOptions,
+	{ itemIndex = 0, maxBytes = DEFAULT_MAX_FILE_BYTES }: FileOptions,
 	scope: CallScope,
 ) {
 	let target: ReturnType<typeof resolveFileReference>;

@@ -18,6 +18,7 @@ export { downloadBinary } from './download';
 export { signedFileLink } from './link';
 export type { Answer } from './receive';
 export { PUBLICATIONS_PATH } from './routes';
+export { executionCancelSignal } from './scope';
 
 async function callJson<T>(
 	ctx: ApiContext,

@@ -4,9 +4,15 @@
  */
 import { sleep } from 'n8n-workflow';
 
-import { executionCancelSignal } from '../shared/execution';
 import type { ApiContext } from './connection';
 import { DEFAULT_TIMEOUT_MS } from './limits';
+
+/** n8n's cancel signal for this execution (Stop), where the context offers one (polls have none). */
+export function executionCancelSignal(ctx: object): AbortSignal | undefined {
+	const getter = (ctx as { getExecutionCancelSignal?: () => AbortSignal | undefined })
+		.getExecutionCancelSignal;
+	return typeof getter === 'function' ? getter.call(ctx) : undefined;
+}
 
 export interface CallScope {
 	signal: AbortSignal;

@@ -8,7 +8,7 @@ import { NodeOperationError, sleep } from 'n8n-workflow';
 import type { Code } from '../../nodes/ImagePack/shared/codes';
 import { imagePackError } from '../../nodes/ImagePack/shared/errors';
 
-import { errorItem, mapWithConcurrency } from '../../nodes/ImagePack/shared/execution';
+import { errorItem, mapWithConcurrency } from '../../nodes/ImagePack/actions/items';
 import { testNode as node } from '../harness/n8n';
 
 /** A worker that records how many calls overlap; every call sleeps, so overlaps are certain. */

@@ -7,7 +7,7 @@
  * message (3.x). So as a tool the node never throws: a failure becomes one item whose `error` text
  * says what failed, the code, what was charged, the request id and what to change.
  *
- * Pure apart from `runsAsTool` and the ledger's use of the execution context.
+ * Also: how a run tells it is a tool call, and where the execution's context data is read.
  */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
@@ -18,9 +18,9 @@ import {
 	type ModelSpec,
 	QUALITIES,
 	RATIOS,
-} from './catalog';
-import { rule } from './codes';
-import { type ChargeOutcome, type ErrorFacts, errorFacts, factFields } from './errors';
+} from '../shared/catalog';
+import { rule } from '../shared/codes';
+import { type ChargeOutcome, type ErrorFacts, errorFacts, factFields } from '../shared/errors';
 import { type OperationName, operationOf } from './operations';
 
 /** Whether AI Agent 2.x runs this call in its own context (a SupplyDataContext). */
@@ -163,41 +163,4 @@ export function toolErrorItem(
 	if (requestId) json.requestId = requestId;
 	if (operationOf(operation)?.paid) json.charged = charge;
 	return { json, pairedItem: { item: itemIndex } };
-}
-
-// The credit cap of one execution.
-
-/** Key in the execution's flow context: credits spent or reserved by every Image Pack node of the run. */
-const LEDGER_KEY = 'imagePackCreditsSpent';
-
-/**
- * Credits spent in the current execution, shared by every Image Pack node and every tool call of
- * it. Lives in n8n's execution context data, so it follows the execution (including a resumed one)
- * and is never shared between executions. A reservation is taken synchronously before sending, so
- * parallel tool calls cannot overshoot together.
- */
-export class ExecutionLedger {
-	// Outside an execution (none seen in n8n itself) the cap holds for this node run.
-	private readonly context: IDataObject;
-
-	constructor(ctx: IExecuteFunctions) {
-		this.context = contextData(ctx, 'flow');
-	}
-
-	get spent(): number {
-		const value = Number(this.context[LEDGER_KEY] ?? 0);
-		return Number.isFinite(value) ? value : 0;
-	}
-
-	/** Reserves `estimate` credits; false, reserving nothing, when the cap (> 0) would be passed. */
-	reserve(estimate: number, cap: number): boolean {
-		if (cap > 0 && this.spent + estimate > cap) return false;
-		this.context[LEDGER_KEY] = this.spent + estimate;
-		return true;
-	}
-
-	/** Replaces a reservation by what was actually charged (0 when the service charged nothing). */
-	settle(estimate: number, charged: number): void {
-		this.context[LEDGER_KEY] = Math.max(0, this.spent - estimate + charged);
-	}
 }
