@@ -15,19 +15,38 @@ import type { IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
 
 import { rule } from '../shared/codes';
 import { redact } from '../shared/errors';
-import { discard, readCapped } from './body';
-import { type ApiContext, type Connection, CREDENTIAL_TYPE } from './connection';
-import { Failures, NOT_SENT_CODES, networkErrorCode } from './failures';
-import { backoff, limits, retryPolicy } from './limits';
 import {
 	type BrokenAnswer,
+	Failures,
+	NOT_SENT_CODES,
 	type Receiver,
 	headerValue,
+	networkErrorCode,
 	parseErrorBody,
-	retryAfterSeconds,
-} from './receive';
-import type { Outgoing } from './routes';
-import { type CallScope, pause, remainingMs } from './scope';
+} from './answers';
+import { discard, readCapped } from './body';
+import {
+	type ApiContext,
+	type CallScope,
+	type Connection,
+	CREDENTIAL_TYPE,
+	type Outgoing,
+	pause,
+	remainingMs,
+} from './connection';
+import { backoff, limits, retryPolicy } from './limits';
+
+/** Seconds to wait from a Retry-After header (delta seconds or an HTTP date); undefined if absent. */
+export function retryAfterSeconds(header: unknown, now = Date.now()): number | undefined {
+	if (typeof header !== 'string' && typeof header !== 'number') return undefined;
+	const value = String(header).trim();
+	if (/^\d+(\.\d+)?$/.test(value)) return Number(value);
+	// Date.parse reads almost anything ("-5", "foo 1"): only take what looks like an HTTP date
+	// (a month or day name and a hh:mm:ss time), so garbage falls back to the caller's backoff.
+	if (!/[a-z]{3}/i.test(value) || !/\d{1,2}:\d{2}:\d{2}/.test(value)) return undefined;
+	const date = Date.parse(value);
+	return Number.isNaN(date) ? undefined : Math.max(0, (date - now) / 1000);
+}
 
 const TRANSIENT_STATUSES = new Set([502, 503, 504]);
 

@@ -1,7 +1,11 @@
-/** What a failed request cost, decided once from how far it got, and the errors that say so. */
+/**
+ * What came back, and what a failure cost. Reading: an accepted answer (JSON objects with a cap,
+ * anything else a broken answer), an error body, the key masked in all of it.
+ * Failing: what a failed request cost is decided once from how far it got, and the error says so.
+ */
 import type { IN8nHttpFullResponse } from 'n8n-workflow';
 
-import { type Code, type ErrorCode, englishMessage } from '../shared/codes';
+import { type Code, type ErrorCode, codeOf, englishMessage } from '../shared/codes';
 import {
 	type ChargeOutcome,
 	type ErrorFacts,
@@ -9,10 +13,150 @@ import {
 	imagePackError,
 	redact,
 } from '../shared/errors';
-import type { ApiContext, Connection } from './connection';
-import { headerValue } from './receive';
-import { type Outgoing, type Route, routeOf } from './routes';
-import type { CallScope } from './scope';
+import { BodyTooLarge, readCapped } from './body';
+import {
+	type ApiContext,
+	type CallScope,
+	type Connection,
+	type Outgoing,
+	type Route,
+	routeOf,
+} from './connection';
+import { limits } from './limits';
+
+/** A 2xx answer whose body could not be read: cut off, garbled, too large, not a JSON object. */
+export interface BrokenAnswer {
+	code: Code;
+	problem: string;
+	/** The first characters of the body, key masked. */
+	snippet: string;
+}
+
+/** Reads an accepted answer: a value, or a broken answer (retried where that is safe). */
+export type Receiver<R> = (
+	response: IN8nHttpFullResponse,
+	requestId: string | undefined,
+) => Promise<{ value: R } | { broken: BrokenAnswer }>;
+
+export function headerValue(
+	headers: IN8nHttpFullResponse['headers'],
+	name: string,
+): string | undefined {
+	const value = headers?.[name] ?? headers?.[name.toLowerCase()];
+	if (Array.isArray(value)) return value[0] as string;
+	return typeof value === 'string' ? value : undefined;
+}
+
+/** Reads a JSON object answer (capped); anything else is a broken answer. */
+export function jsonReceiver<T>(connection: Connection, scope: CallScope): Receiver<Answer<T>> {
+	return async (response, requestId) => {
+		let snippet = '';
+		try {
+			const text = (await readCapped(response.body, limits.maxJsonBytes, scope)).toString('utf8');
+			snippet = redact(text, connection.apiKey).slice(0, 200);
+			const parsed: unknown = JSON.parse(text);
+			if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) {
+				const body = redactDeep(parsed, connection.apiKey) as T;
+				return { value: { body, status: response.statusCode, requestId } };
+			}
+			const problem = 'the answer is JSON but not an object';
+			return { broken: { code: 'non_json_response', problem, snippet } };
+		} catch (error) {
+			if (error instanceof BodyTooLarge) {
+				const problem = `the answer is ${error.message}, more than an API answer can be`;
+				return { broken: { code: 'answer_too_large', problem, snippet } };
+			}
+			if (error instanceof SyntaxError) {
+				const problem = snippet ? 'the answer is not JSON' : 'the answer was empty';
+				return { broken: { code: 'non_json_response', problem, snippet } };
+			}
+			const problem = 'the connection broke before the answer was complete';
+			return { broken: { code: 'answer_cut_off', problem, snippet } };
+		}
+	};
+}
+
+export interface Answer<T> {
+	body: T;
+	status: number;
+	/** The `X-Request-Id` response header, quoted when reporting a problem. */
+	requestId?: string;
+	/** Why a 2xx body of a paid call could not be read; `body` is then `{}`. */
+	unreadable?: string;
+}
+
+/**
+ * Reads an error body. The API promises `{error:{code,message,request_id}}`; proxies in front of it
+ * may answer with HTML or nothing, which still has to become a clear error.
+ */
+export function parseErrorBody(
+	httpStatus: number,
+	text: string,
+	requestIdHeader?: string,
+): ApiAnswer {
+	let parsed: unknown;
+	try {
+		parsed = JSON.parse(text);
+	} catch {
+		parsed = undefined;
+	}
+	const error = (parsed as { error?: Record<string, unknown> } | undefined)?.error;
+	if (error && typeof error.code === 'string') {
+		return {
+			code: codeOf(error.code),
+			httpStatus,
+			requestId: typeof error.request_id === 'string' ? error.request_id : requestIdHeader,
+			apiMessage: typeof error.message === 'string' ? error.message : undefined,
+		};
+	}
+	const snippet = text
+		.replace(/<[^>]*>/g, ' ')
+		.replace(/\s+/g, ' ')
+		.trim()
+		.slice(0, 200);
+	return {
+		code: parsed === undefined ? 'non_json_response' : 'unknown_error',
+		httpStatus,
+		requestId: requestIdHeader,
+		apiMessage: snippet || undefined,
+	};
+}
+
+/**
+ * `redact` (shared/errors.ts) applied to every string (keys included) of a JSON-like value, without recursion, so a
+ * hostile answer nested 100,000 levels deep cannot overflow the stack. Returns a copy.
+ */
+function redactDeep<T>(value: T, secret: string | undefined): T {
+	if (!secret || secret.length < 4) return value;
+	const clean = (text: string) => (text.includes(secret) ? redact(text, secret) : text);
+	if (typeof value === 'string') return clean(value) as T;
+	if (typeof value !== 'object' || value === null) return value;
+	const root: unknown = Array.isArray(value) ? [] : {};
+	const stack: Array<[unknown, Record<string, unknown>]> = [
+		[value, root as Record<string, unknown>],
+	];
+	while (stack.length) {
+		const [source, target] = stack.pop()!;
+		for (const [key, child] of Object.entries(source as Record<string, unknown>)) {
+			let copy: unknown = child;
+			if (typeof child === 'string') copy = clean(child);
+			else if (typeof child === 'object' && child !== null) {
+				copy = Array.isArray(child) ? [] : {};
+				stack.push([child, copy as Record<string, unknown>]);
+			}
+			// defineProperty: a "__proto__" key from JSON stays a plain key, not a prototype.
+			Object.defineProperty(target, clean(key), {
+				value: copy,
+				enumerable: true,
+				writable: true,
+				configurable: true,
+			});
+		}
+	}
+	return root as T;
+}
+
+// Failures.
 
 /** What an error answer says: its code, status, request id and the API's own message. */
 export type ApiAnswer = Pick<ErrorFacts, 'requestId' | 'apiMessage'> & {
