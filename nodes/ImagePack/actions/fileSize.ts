@@ -1,11 +1,11 @@
-/** Max File Size: one option for every operation that downloads (Generate, Get Publication, Download File). */
+/** Max File Size: the per-file cap of every operation that downloads (Generate, Get Publication, Download File). */
 import type { INodeProperties } from 'n8n-workflow';
 
 import { boundedNumber } from '../shared/parameters';
 
 const MIB = 1024 * 1024;
 
-/** Its default is the transport's own cap, DEFAULT_MAX_FILE_BYTES, in MB (a unit test holds them equal). */
+/** The default is the transport's DEFAULT_MAX_FILE_BYTES in MB (a unit test holds them equal). */
 export const maxFileSizeOption: INodeProperties = {
 	displayName: 'Max File Size (MB)',
 	name: 'maxFileSizeMb',

@@ -25,6 +25,14 @@ export function throwIfStopped(ctx: IExecuteFunctions, itemIndex: number): void 
 	);
 }
 
+/** Shows `messages` in the output pane, where this n8n has execution hints. */
+export function addHints(ctx: IExecuteFunctions, messages: string[]): void {
+	if (!messages.length || typeof ctx.addExecutionHints !== 'function') return;
+	ctx.addExecutionHints(
+		...messages.map((message) => ({ message, location: 'outputPane' as const })),
+	);
+}
+
 /** Reads an item's parameters: a bad value fails naming the item, also under Continue On Fail. */
 export function itemParameters<T>(ctx: IExecuteFunctions, itemIndex: number, read: () => T): T {
 	try {

@@ -12,6 +12,7 @@ import {
 	type ApiContext,
 	type CallOptions,
 	type Connection,
+	type Outgoing,
 	ROUTES,
 	type Route,
 	openScope,
@@ -31,14 +32,7 @@ async function callJson<T>(
 	ctx: ApiContext,
 	connection: Connection,
 	route: Route,
-	request: {
-		/** Default the route's own path. */
-		path?: string;
-		qs?: IDataObject;
-		body?: IDataObject;
-		headers?: IDataObject;
-		sessionId?: string;
-	},
+	request: Pick<Outgoing, 'qs' | 'body' | 'headers' | 'sessionId'> & { path?: string },
 	options: CallOptions,
 	tolerate?: (broken: BrokenAnswer, status: number, requestId?: string) => Answer<T>,
 ): Promise<Answer<T>> {

@@ -101,13 +101,6 @@ export class ExecutionLedger {
 
 const hourly = new HourlyCaps();
 
-export interface Caps {
-	/** 0: none. */
-	maxCreditsPerExecution: number;
-	/** 0: none. */
-	maxCreditsPerHour: number;
-}
-
 function capReached(ctx: IExecuteFunctions, itemIndex: number, message: string, raise: string) {
 	return imagePackError(
 		ctx.getNode(),
@@ -124,7 +117,10 @@ export function reserveCredits(
 	ctx: IExecuteFunctions,
 	itemIndex: number,
 	estimate: number,
-	{ maxCreditsPerExecution, maxCreditsPerHour }: Caps,
+	{
+		maxCreditsPerExecution,
+		maxCreditsPerHour,
+	}: Record<'maxCreditsPerExecution' | 'maxCreditsPerHour', number>,
 ): (charged: number) => void {
 	let settleHour: (charged: number) => void = () => {};
 	if (maxCreditsPerHour > 0) {

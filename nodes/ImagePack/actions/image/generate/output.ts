@@ -14,6 +14,7 @@ import type { IBinaryData, IDataObject, IExecuteFunctions, INodeExecutionData } 
 import { rule } from '../../../shared/codes';
 import { chargeHint, errorFacts } from '../../../shared/errors';
 import { type Answer, type Connection, downloadBinary, signedFileLink } from '../../../transport';
+import { addHints } from '../../items';
 import { creditBudget } from './credits';
 import type { ItemPlan } from './plan';
 
@@ -135,11 +136,9 @@ export async function addImageLinks(
 	}
 	result.image_links = links;
 	const missing = links.filter((link) => link.url === null);
-	if (missing.length && typeof ctx.addExecutionHints === 'function') {
-		ctx.addExecutionHints({
-			message: `Item ${itemIndex}: ${missing.length} of ${links.length} image links could not be made. ${missing[0].error}`,
-			location: 'outputPane',
-		});
+	if (missing.length) {
+		const message = `Item ${itemIndex}: ${missing.length} of ${links.length} image links could not be made. ${missing[0].error}`;
+		addHints(ctx, [message]);
 	}
 }
 
@@ -170,11 +169,7 @@ function resultOf(
 			`Item ${itemIndex}: the generation answer was not as documented (${read.problems.join('; ')}). ${chargeHint(request.body.session_id)}`,
 		);
 	}
-	if (hints.length && typeof ctx.addExecutionHints === 'function') {
-		ctx.addExecutionHints(
-			...hints.map((message) => ({ message, location: 'outputPane' as const })),
-		);
-	}
+	addHints(ctx, hints);
 	return result;
 }
 
