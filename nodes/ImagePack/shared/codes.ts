@@ -51,8 +51,6 @@ interface Row {
 	stopped?: true;
 }
 
-const NOT_FOUND = 'Not found, or it belongs to another account';
-
 export const CODES = {
 	invalid_request: {
 		message: 'The Image Pack API rejected the request as invalid',
@@ -118,7 +116,7 @@ export const CODES = {
 		refunded: true,
 	},
 	not_found: {
-		message: (route) => route?.notFound ?? NOT_FOUND,
+		message: (route) => route?.notFound ?? 'Not found, or it belongs to another account',
 		next: 'Check the id: list publications with the get-many operation, or use a file from an earlier result.',
 	},
 	// Answers that carry no usable code.

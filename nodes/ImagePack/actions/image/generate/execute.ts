@@ -14,7 +14,7 @@ import { runsAsTool } from '../../tool';
 import { type Connection, generate, getConnection } from '../../../transport';
 import { reserveCredits } from './credits';
 import { type GenerateResponse, outputOf } from './output';
-import { type ItemPlan, planItem } from './plan';
+import { type ItemPlan, type ItemRun, planItem } from './plan';
 import { answerFor, heldAnswer, openMemory } from './replay';
 import type { RunMemory } from './stores';
 
@@ -29,8 +29,7 @@ interface Run {
 }
 
 /** Reserve → send → settle: the one place a generation is sent and its credits counted. */
-async function send(run: Run, itemIndex: number, { request, options }: ItemPlan) {
-	const { ctx, connection } = run;
+async function send({ ctx, connection, itemIndex, plan: { request, options } }: ItemRun) {
 	const estimate = request.creditsEstimated;
 	const settle = reserveCredits(ctx, itemIndex, estimate, options);
 	try {
@@ -47,18 +46,17 @@ async function send(run: Run, itemIndex: number, { request, options }: ItemPlan)
 }
 
 async function generateItem(run: Run, itemIndex: number, plan: ItemPlan) {
-	const { ctx, connection, asTool } = run;
-	const sendIt = async () => await send(run, itemIndex, plan);
+	const item: ItemRun = { ...run, itemIndex, plan };
 	// As a tool with an answer bound: join the generation this process holds, or start it.
 	// Otherwise: what an earlier try of this execution got, or a new send.
-	const bound = asTool ? plan.options.answerWithinMs : undefined;
+	const bound = run.asTool ? plan.options.answerWithinMs : undefined;
 	const answer =
 		bound !== undefined
-			? await heldAnswer(ctx, itemIndex, plan, connection, bound, sendIt)
-			: await answerFor(ctx, itemIndex, plan, run.memory, sendIt);
+			? await heldAnswer(item, bound, async () => await send(item))
+			: await answerFor(item, run.memory, async () => await send(item));
 	if ('running' in answer) return [{ json: answer.running, pairedItem: { item: itemIndex } }];
 	if ('replayed' in answer) run.replayed.push(itemIndex);
-	return await outputOf(ctx, connection, asTool, itemIndex, plan, answer);
+	return await outputOf(item, answer);
 }
 
 /** Says which items came from an earlier try instead of a request. */

@@ -9,14 +9,14 @@
  * the node hands out links: always as a tool, with the Image Links option otherwise. They sit next to
  * the API's answer (`image_links`, in the order of `images`), which stays as returned.
  */
-import type { IBinaryData, IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+import type { IBinaryData, IDataObject, INodeExecutionData } from 'n8n-workflow';
 
 import { rule } from '../../../shared/codes';
 import { chargeHint, errorFacts } from '../../../shared/errors';
-import { type Answer, type Connection, downloadBinary, signedFileLink } from '../../../transport';
+import { type Answer, downloadBinary, signedFileLink } from '../../../transport';
 import { addHints } from '../../items';
 import { creditBudget } from './credits';
-import type { ItemPlan } from './plan';
+import type { ItemRun } from './plan';
 
 export interface GeneratedImage {
 	id: string;
@@ -109,10 +109,8 @@ function missingLinkText(error: unknown): string {
  * could not be made. One request per image, one after the other; after an error that holds for the
  * whole key (scope, revoked key, Stop) the remaining images get the same answer without a request.
  */
-export async function addImageLinks(
-	ctx: IExecuteFunctions,
-	connection: Connection,
-	itemIndex: number,
+async function addImageLinks(
+	{ ctx, connection, itemIndex }: ItemRun,
 	images: GeneratedImage[],
 	result: IDataObject,
 ): Promise<void> {
@@ -144,9 +142,7 @@ export async function addImageLinks(
 
 /** The item's JSON: the answer as returned plus what the node adds; hints for what differs. */
 function resultOf(
-	ctx: IExecuteFunctions,
-	itemIndex: number,
-	{ request, options }: ItemPlan,
+	{ ctx, itemIndex, plan: { request, options } }: ItemRun,
 	answer: Answer<GenerateResponse>,
 	read: ReadAnswer,
 ): IDataObject {
@@ -175,11 +171,7 @@ function resultOf(
 
 /** The images are paid for: a failed download is reported on the item, never thrown. */
 async function downloadImages(
-	ctx: IExecuteFunctions,
-	connection: Connection,
-	asTool: boolean,
-	itemIndex: number,
-	{ options }: ItemPlan,
+	{ ctx, connection, asTool, itemIndex, plan: { options } }: ItemRun,
 	images: GeneratedImage[],
 	result: IDataObject,
 ): Promise<Array<IBinaryData | undefined>> {
@@ -241,29 +233,16 @@ function outputItems(
 
 /** The item's output: the answer read, its images downloaded and linked as the options say. */
 export async function outputOf(
-	ctx: IExecuteFunctions,
-	connection: Connection,
-	asTool: boolean,
-	itemIndex: number,
-	plan: ItemPlan,
+	item: ItemRun,
 	answer: Answer<GenerateResponse>,
 ): Promise<INodeExecutionData[]> {
+	const { options, request } = item.plan;
 	const read = answer.unreadable
 		? { images: [], warnings: [], problems: [answer.unreadable] }
-		: readAnswer(answer.body, plan.request.body.n);
-	const result = resultOf(ctx, itemIndex, plan, answer, read);
-	const binaries = await downloadImages(
-		ctx,
-		connection,
-		asTool,
-		itemIndex,
-		plan,
-		read.images,
-		result,
-	);
+		: readAnswer(answer.body, request.body.n);
+	const result = resultOf(item, answer, read);
+	const binaries = await downloadImages(item, read.images, result);
 	// Links when the option says so, otherwise only as an agent's tool.
-	if (plan.options.imageLinks ?? asTool) {
-		await addImageLinks(ctx, connection, itemIndex, read.images, result);
-	}
-	return outputItems(itemIndex, result, read.images, binaries, plan.options.splitImages);
+	if (options.imageLinks ?? item.asTool) await addImageLinks(item, read.images, result);
+	return outputItems(item.itemIndex, result, read.images, binaries, options.splitImages);
 }

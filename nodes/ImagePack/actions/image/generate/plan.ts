@@ -5,12 +5,23 @@
  */
 import type { IExecuteFunctions } from 'n8n-workflow';
 
+import type { Connection } from '../../../transport';
+
 import { AUTO_MODEL, DEFAULT_RATIO } from '../../../shared/catalog';
 import { ValidationIssue, boundedNumber } from '../../../shared/parameters';
 import { itemParameters } from '../../items';
 import { runsUnderMcp } from '../../tool';
 import { generateOptions } from './description';
 import { type ValidatedGenerate, validateGenerate } from './request';
+
+/** One item of a node run: its context and connection, whether it is a tool call, the item's plan. */
+export interface ItemRun {
+	ctx: IExecuteFunctions;
+	connection: Connection;
+	asTool: boolean;
+	itemIndex: number;
+	plan: ItemPlan;
+}
 
 /** What one item asks for: the API body with its estimate, and how to run it. */
 export interface ItemPlan {

@@ -36,9 +36,9 @@ import {
 } from '../../../shared/errors';
 import { asNodeError } from '../../items';
 import { contextData, isToolExecution } from '../../tool';
-import type { Answer, Connection } from '../../../transport';
+import type { Answer } from '../../../transport';
 import type { GenerateResponse } from './output';
-import type { ItemPlan } from './plan';
+import type { ItemRun } from './plan';
 import {
 	type Held,
 	type Memo,
@@ -164,9 +164,7 @@ function reportAgain(
  * without being sent. What happens is remembered for the next try.
  */
 export async function answerFor(
-	ctx: IExecuteFunctions,
-	itemIndex: number,
-	{ request, options }: ItemPlan,
+	{ ctx, itemIndex, plan: { request, options } }: ItemRun,
 	memory: RunMemory,
 	send: () => Promise<Generated>,
 ): Promise<Generated & { replayed?: true }> {
@@ -204,12 +202,7 @@ async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined
 }
 
 /** What the caller is told while the generation runs on: how long, and how to collect it. */
-function stillRunning(
-	ctx: IExecuteFunctions,
-	held: Held<Generated>,
-	plan: ItemPlan,
-	boundMs: number,
-) {
+function stillRunning({ ctx, plan }: ItemRun, held: Held<Generated>, boundMs: number) {
 	const ago = Math.round((Date.now() - held.startedAt) / 1000);
 	const left = Math.max(
 		0,
@@ -230,13 +223,11 @@ function stillRunning(
  * this process does not hold never sends.
  */
 export async function heldAnswer(
-	ctx: IExecuteFunctions,
-	itemIndex: number,
-	plan: ItemPlan,
-	connection: Connection,
+	item: ItemRun,
 	boundMs: number,
 	send: () => Promise<Generated>,
 ): Promise<Generated | { running: IDataObject }> {
+	const { ctx, connection, itemIndex, plan } = item;
 	const request = { body: plan.request.body, language: plan.options.acceptLanguage };
 	const key = generationKey(connection.baseUrl, connection.apiKey, request);
 	const failed = (error: unknown) => failureOutcome(error, errorFacts(error));
@@ -252,7 +243,7 @@ export async function heldAnswer(
 		);
 	}
 	const outcome = await within(held.done, boundMs);
-	if (!outcome) return { running: stillRunning(ctx, held, plan, boundMs) };
+	if (!outcome) return { running: stillRunning(item, held, boundMs) };
 	pending.collected(held);
 	if (outcome.kind === 'generated') return outcome.answer;
 	throw outcome.failure;

@@ -2,17 +2,13 @@
  * The two stores replay.ts reads, side by side, in one vocabulary (`Outcome`). Pure: the caller hands
  * in the store object and the clock; no n8n, no timers.
  *
- * - `RunMemory`, per execution: what earlier tries of this execution got, one record per item in the
- *   node's execution context data (`store[MEMORY_KEY][runIndex][itemIndex]`): its outcome, a digest
- *   of what was asked and the execution it happened in.
- * - `PendingGenerations`, per n8n process: generations started by tool calls, held by the main or the
- *   queue-mode worker that ran the call. Per generation: its key (a digest of the request body and of
- *   the credential's base URL and a SHA-256 of its API key: never the key, never the credential id),
- *   a random handle, when it started and settled, and its outcome (the API's JSON, or the error). No
- *   binaries. An answer is held until collected (handed to a caller) or `doneTtlMs` after it settled;
- *   an uncertain failure `failedTtlMs`, for repeats and retries to meet; a refusal is not held. At most
- *   `maxEntries`: above it the oldest settled entries, then the oldest running ones, are dropped
- *   (their requests go on). A restart forgets everything.
+ * - `RunMemory`, per execution: one record per item in the node's execution context data.
+ * - `PendingGenerations`, per n8n process (the main, or the queue-mode worker that ran the call): per
+ *   generation its key (no API key, no credential id in it), a random handle, when it started and
+ *   settled, its outcome (the API's JSON, or the error; no binaries). An answer is held until
+ *   collected or `doneTtlMs` after it settled, an uncertain failure `failedTtlMs`, a refusal not at
+ *   all; at most `maxEntries` (the oldest settled go first, then the oldest running ones, whose
+ *   requests go on). A restart forgets everything.
  */
 import { createHash, randomBytes } from 'crypto';
 
