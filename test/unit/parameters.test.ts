@@ -1,16 +1,7 @@
 /** The one reader of number parameters, against real properties of the node (Generate's options). */
 import { generateOptions } from '../../nodes/ImagePack/actions/image/generate/description';
-import { ValidationIssue, boundedNumber } from '../../nodes/ImagePack/shared/parameters';
-
-function issueOf(run: () => unknown): ValidationIssue {
-	try {
-		run();
-	} catch (error) {
-		expect(error).toBeInstanceOf(ValidationIssue);
-		return error as ValidationIssue;
-	}
-	throw new Error('expected a ValidationIssue');
-}
+import { boundedNumber } from '../../nodes/ImagePack/shared/parameters';
+import { issueOf } from './issue';
 
 describe('boundedNumber: a number option read against its own definition', () => {
 	const option = (name: string) => generateOptions.find((property) => property.name === name)!;

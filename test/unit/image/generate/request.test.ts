@@ -9,6 +9,7 @@ import {
 	validateGenerate,
 } from '../../../../nodes/ImagePack/actions/image/generate/request';
 import { ValidationIssue } from '../../../../nodes/ImagePack/shared/parameters';
+import { issueOf } from '../../issue';
 
 const base: GenerateParameters = {
 	prompt: 'a ceramic mug on a wooden table',
@@ -23,16 +24,6 @@ const base: GenerateParameters = {
 };
 
 const refs = (count: number) => Array.from({ length: count }, (_, i) => `img_${i}`);
-
-function issueOf(run: () => unknown): ValidationIssue {
-	try {
-		run();
-	} catch (error) {
-		expect(error).toBeInstanceOf(ValidationIssue);
-		return error as ValidationIssue;
-	}
-	throw new Error('expected a ValidationIssue');
-}
 
 const failure = (overrides: Partial<GenerateParameters>) =>
 	issueOf(() => validateGenerate({ ...base, ...overrides }));
