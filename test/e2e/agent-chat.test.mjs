@@ -30,7 +30,7 @@ describe('AI Agent chat in n8n 2.41.1: images the chat can show, a conversation 
 	let toolDescriptions;
 
 	before(async () => {
-		({ TOOL_DESCRIPTIONS: toolDescriptions } = await import('../../nodes/ImagePack/shared/tool.ts'));
+		({ TOOL_DESCRIPTIONS: toolDescriptions } = await import('../../nodes/ImagePack/actions/tool.ts'));
 		emulator = await startTestEmulator();
 		model = await startScriptedModel({ scenarios: { conversation: conversationScenario }, defaultScenario: 'conversation' });
 		userFolder = await createUserFolder({ tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()) });

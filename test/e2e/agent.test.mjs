@@ -56,7 +56,7 @@ describe('AI Agent tool in n8n 2.41.1 (scripted model, emulator)', () => {
 	};
 
 	before(async () => {
-		({ TOOL_DESCRIPTIONS: toolDescriptions } = await import('../../nodes/ImagePack/shared/tool.ts'));
+		({ TOOL_DESCRIPTIONS: toolDescriptions } = await import('../../nodes/ImagePack/actions/tool.ts'));
 		emulator = await startTestEmulator();
 		model = await startScriptedModel({ scenarios });
 		userFolder = await createUserFolder({ tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()) });

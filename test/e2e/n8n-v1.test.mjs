@@ -156,7 +156,7 @@ describe(`n8n ${version} (1.x) on Node ${process.versions.node}`, { skip: proces
 	});
 
 	it('the AI agent example (AI Agent 3): the model gets the tool description, and a validation error and a 402 as actionable text', async () => {
-		const { TOOL_DESCRIPTIONS } = await import('../../nodes/ImagePack/shared/tool.ts');
+		const { TOOL_DESCRIPTIONS } = await import('../../nodes/ImagePack/actions/tool.ts');
 		await emulator.control.clearRequests();
 		await emulator.control.setCredits(emulator.accountId, 5);
 		const result = await executeWorkflow(userFolder.dir, AGENT, { profile });

@@ -26,7 +26,8 @@ import {
 	estimateCredits,
 	findModel,
 } from '../../nodes/ImagePack/shared/catalog';
-import { ValidationIssue, validateGenerate } from '../../nodes/ImagePack/shared/validate';
+import { validateGenerate } from '../../nodes/ImagePack/actions/image/generate/request';
+import { ValidationIssue } from '../../nodes/ImagePack/shared/parameters';
 import {
 	MODELS as EMULATOR_MODELS,
 	type ModelId as EmulatorModelId,

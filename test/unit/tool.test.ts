@@ -1,5 +1,5 @@
 import { MODELS, creditsPerImage } from '../../nodes/ImagePack/shared/catalog';
-import { TOOL_DESCRIPTIONS, toolErrorText } from '../../nodes/ImagePack/shared/tool';
+import { TOOL_DESCRIPTIONS, toolErrorText } from '../../nodes/ImagePack/actions/tool';
 
 describe('tool descriptions', () => {
 	it('stay under 1024 characters, the smallest limit model APIs put on a tool description', () => {
@@ -31,10 +31,7 @@ describe('tool descriptions', () => {
 describe('toolErrorText', () => {
 	const base = {
 		operation: 'generate',
-		httpStatus: null,
-		requestId: null,
 		charge: 'not_sent' as const,
-		apiMessage: null,
 	};
 
 	it('a validation error: nothing sent, what to change', () => {

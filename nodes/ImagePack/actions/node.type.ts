@@ -1,7 +1,7 @@
-/** The node's resource/operation pairs as a type, derived from the one map (shared/operations.ts). */
+/** The node's resource/operation pairs as a type, derived from the one map (operations.ts). */
 import type { AllEntities } from 'n8n-workflow';
 
-import type { OPERATIONS, OperationName } from '../shared/operations';
+import type { OPERATIONS, OperationName } from './operations';
 
 type Map = typeof OPERATIONS;
 

@@ -4,9 +4,10 @@ import * as file from './file/File.resource';
 import * as image from './image/Image.resource';
 import type { ImagePackType, NodeMap } from './node.type';
 import * as publication from './publication/Publication.resource';
+import { rule } from '../shared/codes';
 import { errorFacts, imagePackError } from '../shared/errors';
-import { asNodeError, errorItem } from '../shared/execution';
-import { runsAsTool, runsUnderMcp, toolErrorItem } from '../shared/tool';
+import { asNodeError, errorItem } from './items';
+import { runsAsTool, runsUnderMcp, toolErrorItem } from './tool';
 
 type Operation = (
 	this: IExecuteFunctions,
@@ -40,7 +41,7 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 		return [await run.call(this, items)];
 	} catch (error) {
 		// An agent's tool must not throw: AI Agent 2.x hands the model an empty string, 3.x the bare
-		// message. The model gets the whole story as the tool's result instead (see shared/tool.ts).
+		// message. The model gets the whole story as the tool's result instead (see tool.ts).
 		if (runsAsTool(this)) {
 			const failed = items.map((_item, itemIndex) => toolErrorItem(error, itemIndex, operation));
 			// Only a throw reaches an MCP client flagged as an error: the whole text in the message.
@@ -52,7 +53,7 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 		// Under Continue On Fail only a failure before the item loop (the credential, the connection)
 		// gets here. Thrown, n8n would pass the input items down the success output: every item
 		// failed, so every item becomes an error item. A stopped execution runs no branch.
-		if (this.continueOnFail() && errorFacts(error).code !== 'cancelled') {
+		if (this.continueOnFail() && !rule(errorFacts(error).code).stopped) {
 			return [items.map((_item, itemIndex) => errorItem(error, itemIndex))];
 		}
 		throw asNodeError(this, error);

@@ -7,8 +7,8 @@ import type { INodeProperties, INodeTypeDescription } from 'n8n-workflow';
 import * as file from './file/File.resource';
 import * as image from './image/Image.resource';
 import * as publication from './publication/Publication.resource';
-import { OPERATIONS, type OperationName } from '../shared/operations';
-import { TOOL_DESCRIPTIONS } from '../shared/tool';
+import { OPERATIONS, type OperationName } from './operations';
+import { TOOL_DESCRIPTIONS } from './tool';
 
 const operations = Object.keys(OPERATIONS) as OperationName[];
 

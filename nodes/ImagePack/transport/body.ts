@@ -1,5 +1,5 @@
 /** Response bodies, always streams (every request asks n8n for `encoding: 'stream'`), read with caps. */
-import type { CallScope } from './scope';
+import type { CallScope } from './connection';
 import { formatBytes } from './limits';
 
 export class BodyTooLarge extends Error {

@@ -2,35 +2,37 @@
  * The only door to HTTP: one typed call per API route. Every request goes through n8n's helpers (so
  * n8n's proxy, TLS and SSRF settings apply) and is bounded in time (`timeoutMs`, cut to `deadline`),
  * by Stop and in size; the API key only ever goes to the credential's origin and is masked in
- * everything that comes back. See send.ts for the retry rules and what a failure costs.
+ * everything that comes back. See request.ts for the retry rules and what a failure costs.
  */
 import type { IDataObject } from 'n8n-workflow';
 
 import type { ListPage } from '../shared/publications';
-import type { Connection, ApiContext } from './connection';
-import { type CallOptions, ROUTES, type Route } from './routes';
-import { openScope } from './scope';
-import { type Answer, type BrokenAnswer, jsonReceiver } from './receive';
-import { send } from './send';
+import { type Answer, type BrokenAnswer, jsonReceiver } from './answers';
+import {
+	type ApiContext,
+	type CallOptions,
+	type Connection,
+	type Outgoing,
+	ROUTES,
+	type Route,
+	openScope,
+} from './connection';
+import { send } from './request';
 
-export { type Connection, getConnection } from './connection';
-export { downloadBinary } from './download';
-export { signedFileLink } from './link';
-export type { Answer } from './receive';
-export { PUBLICATIONS_PATH } from './routes';
+export type { Answer } from './answers';
+export {
+	type Connection,
+	PUBLICATIONS_PATH,
+	executionCancelSignal,
+	getConnection,
+} from './connection';
+export { downloadBinary, signedFileLink } from './files';
 
 async function callJson<T>(
 	ctx: ApiContext,
 	connection: Connection,
 	route: Route,
-	request: {
-		/** Default the route's own path. */
-		path?: string;
-		qs?: IDataObject;
-		body?: IDataObject;
-		headers?: IDataObject;
-		sessionId?: string;
-	},
+	request: Pick<Outgoing, 'qs' | 'body' | 'headers' | 'sessionId'> & { path?: string },
 	options: CallOptions,
 	tolerate?: (broken: BrokenAnswer, status: number, requestId?: string) => Answer<T>,
 ): Promise<Answer<T>> {

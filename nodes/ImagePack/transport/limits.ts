@@ -16,6 +16,9 @@ export const SIGNED_LINK_VALIDITY_MS = 60 * 60 * 1000;
 /** Taken off the hour in a link's stated expiry: the clocks of n8n and the service may differ. */
 export const SIGNED_LINK_MARGIN_MS = 5 * 60 * 1000;
 
+/** A downloaded file's cap unless the Max File Size option says otherwise. */
+export const DEFAULT_MAX_FILE_BYTES = 200 * MIB;
+
 export const limits = {
 	/** A JSON answer larger than this is refused (a list page of 200 records is about 60 KiB). */
 	maxJsonBytes: 16 * MIB,

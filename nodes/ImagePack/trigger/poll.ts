@@ -12,7 +12,7 @@ import type {
 
 import { imagePackError } from '../shared/errors';
 import type { PublicationRecord } from '../shared/publications';
-import { boundedNumber } from '../shared/validate';
+import { boundedNumber } from '../shared/parameters';
 import { getConnection, getPublication } from '../transport';
 import {
 	OverlapTooLargeError,

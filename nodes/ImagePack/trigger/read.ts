@@ -4,6 +4,7 @@
  */
 import type { IDataObject, IPollFunctions } from 'n8n-workflow';
 
+import { rule } from '../shared/codes';
 import { errorFacts, imagePackError } from '../shared/errors';
 import {
 	PAGE_LIMIT,
@@ -36,8 +37,7 @@ export const MAX_POLL_CHARS = 4 * 1024 * 1024;
  * than the poll has left): the poll then delivers what it completed.
  */
 export function isCut(error: unknown): boolean {
-	const { code } = errorFacts(error);
-	return code === 'timeout' || code === 'rate_limited';
+	return rule(errorFacts(error).code).endsPoll === true;
 }
 
 export async function listPage(

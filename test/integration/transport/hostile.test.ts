@@ -1,116 +1,30 @@
 /**
- * Hostile and broken servers: scripted servers that answer like the API but redirect, echo the key,
- * stream forever, trickle, cut bodies short or send absurd shapes. The nodes run in real n8n
- * execution contexts; the servers count what reached them.
+ * The transport against hostile and broken servers: scripted servers that answer like the API but
+ * redirect, echo the key, stream forever, trickle or cut bodies short. The nodes run in real n8n
+ * execution contexts; the servers count what reached them. (Generate's options and odd answers:
+ * image/generate-hostile.test.ts; the publication reads: publication/hostile.test.ts.)
  */
-import type { IDataObject, INodeExecutionData, INodeParameters } from 'n8n-workflow';
+import type { INodeParameters } from 'n8n-workflow';
 import { sleep } from 'n8n-workflow';
 
 import { ImagePack } from '../../../nodes/ImagePack/ImagePack.node';
 import { ImagePackTrigger } from '../../../nodes/ImagePack/ImagePackTrigger.node';
-import { limits, retryPolicy } from '../../../nodes/ImagePack/transport/limits';
+import { limits } from '../../../nodes/ImagePack/transport/limits';
 import { PollingWorkflow, runNode } from '../../harness/n8n';
+import { type ScriptedServer, apiErrorBody } from '../../harness/scripted-server';
 import {
-	type ScriptedServer,
-	apiErrorBody,
-	startScriptedServer,
-} from '../../harness/scripted-server';
-
-// A made-up key: every test checks it never leaves its origin and never comes back out.
-const KEY = ['sk', 'hostile', '0123456789abcdef'].join('_');
+	type Failure,
+	KEY,
+	generate,
+	okGeneration,
+	shown,
+	twoServers,
+} from '../../harness/two-servers';
 const GENERATE = 'POST /api/v1/generate';
 const LIST = 'GET /api/v1/image-pack-publications';
 const DETAIL = 'GET /api/v1/image-pack-publications/7';
 
-let api: ScriptedServer;
-let other: ScriptedServer;
-const savedPolicy = { ...retryPolicy };
-const savedLimits = { ...limits };
-
-beforeAll(async () => {
-	api = await startScriptedServer();
-	other = await startScriptedServer();
-	retryPolicy.backoffMs = 5;
-});
-
-afterAll(async () => {
-	Object.assign(retryPolicy, savedPolicy);
-	await api.close();
-	await other.close();
-});
-
-beforeEach(() => {
-	api.seen.length = 0;
-	other.seen.length = 0;
-	Object.assign(limits, savedLimits);
-});
-
-type Failure = Error & { description?: string; context?: IDataObject };
-
-async function run(
-	parameters: INodeParameters,
-	options: { items?: INodeExecutionData[]; continueOnFail?: boolean; baseUrl?: string } = {},
-) {
-	const [output] = await runNode({
-		nodeType: new ImagePack(),
-		parameters,
-		items: options.items,
-		continueOnFail: options.continueOnFail,
-		credentials: { baseUrl: options.baseUrl ?? api.url, apiKey: KEY },
-	});
-	return output;
-}
-
-async function runError(
-	parameters: INodeParameters,
-	options: { items?: INodeExecutionData[] } = {},
-) {
-	try {
-		await run(parameters, options);
-	} catch (error) {
-		return error as Failure;
-	}
-	throw new Error('expected the node to fail');
-}
-
-/** Everything a failure or an output shows: message, description, context, JSON. */
-function shown(value: unknown): string {
-	if (value instanceof Error) {
-		const failure = value as Failure;
-		return JSON.stringify({
-			message: failure.message,
-			description: failure.description,
-			context: failure.context,
-		});
-	}
-	return JSON.stringify(value);
-}
-
-const generate = (parameters: INodeParameters = {}): INodeParameters => ({
-	resource: 'image',
-	operation: 'generate',
-	prompt: 'A white sneaker',
-	model: 'nano-banana-2',
-	...parameters,
-});
-
-function okGeneration(images = 1): IDataObject {
-	return {
-		ok: true,
-		turn_id: 't_1',
-		session_id: 's_1',
-		credits_charged: 16 * images,
-		duration_ms: 5,
-		warnings: [],
-		images: Array.from({ length: images }, (_unused, index) => ({
-			id: `img_${index}`,
-			filename: `a_${index}.png`,
-			url: `/api/file/a_${index}.png`,
-			width: 1,
-			height: 1,
-		})),
-	};
-}
+const { api, other, run, runError } = twoServers();
 
 const REDIRECTS = [301, 302, 303, 307, 308];
 
@@ -452,56 +366,6 @@ describe('time and size are bounded', () => {
 	});
 });
 
-describe('Get Many with Return All is bounded and ordered', () => {
-	const getMany = { resource: 'publication', operation: 'getMany', returnAll: true };
-	const record = (id: number) => ({ id, pack_id: `pk_${id}`, version: 1 });
-
-	it('a server that ignores since_id is an error naming the fault, after one page', async () => {
-		api.script(LIST, (_request, reply) =>
-			reply.send({ items: [record(1), record(2)], next_since_id: 2 }),
-		);
-		const error = await runError(getMany);
-		expect(error.message).toMatch(/returned a record with id 1 for since_id=2/);
-		expect(api.seen).toHaveLength(2);
-	});
-
-	it('a server that keeps sending full pages stops at the bound', async () => {
-		let next = 0;
-		api.script(LIST, (_request, reply) => {
-			const items = Array.from({ length: 200 }, (_unused, index) => record(next + index + 1));
-			next += 200;
-			return reply.send({ items, next_since_id: next });
-		});
-		const error = await runError(getMany);
-		expect(error.message).toMatch(/Return All stops at 100000 publications/);
-		expect(error.description).toMatch(/Since ID/);
-		expect(api.seen).toHaveLength(500);
-	}, 60_000);
-
-	it('short pages that creep forward stop at the page bound', async () => {
-		let cursor = 0;
-		api.script(LIST, (_request, reply) => {
-			cursor += 1;
-			return reply.send({ items: [record(cursor)], next_since_id: cursor });
-		});
-		const error = await runError(getMany);
-		expect(error.message).toMatch(/or 1000 pages/);
-		expect(api.seen).toHaveLength(1000);
-	}, 60_000);
-
-	it('records come out by ascending id, each once, whatever the server’s order', async () => {
-		api.script(
-			LIST,
-			(_request, reply) =>
-				reply.send({ items: [record(5), record(3), record(5), record(4)], next_since_id: 5 }),
-			(_request, reply) => reply.send({ items: [record(7), record(6)], next_since_id: 7 }),
-			(_request, reply) => reply.send({ items: [], next_since_id: 7 }),
-		);
-		const output = await run(getMany);
-		expect(output.map((item) => item.json.id)).toEqual([3, 4, 5, 6, 7]);
-	});
-});
-
 describe('file URLs and names from odd answers', () => {
 	it('an unparsable file URL is a clear error before any request', async () => {
 		const error = await runError({
@@ -526,83 +390,6 @@ describe('file URLs and names from odd answers', () => {
 			fileUrl: '/api/file/shoe.png',
 		});
 		expect(item.json.filename).toBe('%E0%A4%A.png');
-	});
-});
-
-describe('bad option values fail before any request, naming item, parameter and values', () => {
-	it.each([
-		[
-			'timeoutSeconds',
-			-5,
-			/Timeout \(Seconds\) "-5" is not allowed\. Allowed values: numbers from 1 to 3600/,
-		],
-		['timeoutSeconds', 3_000_000, /numbers from 1 to 3600/],
-		['timeoutSeconds', 0, /numbers from 1 to 3600/],
-		['timeoutSeconds', 'soon', /"soon" is not allowed/],
-		['maxCreditsPerItem', -1, /Max Credits per Item "-1"/],
-		['maxCreditsPerItem', 'NaN', /Max Credits per Item "NaN"/],
-		[
-			'concurrency',
-			2.5,
-			/Concurrency "2.5" is not allowed\. Allowed values: whole numbers from 1 to 8/,
-		],
-		['maxFileSizeMb', 0, /Max File Size \(MB\) "0"/],
-		['acceptLanguage', 'fr', /Accept Language "fr" is not allowed\. Allowed values: en, zh-CN/],
-	])('%s = %p', async (name, value, message) => {
-		const items = [{ json: {} }, { json: {} }];
-		const error = await runError(
-			generate({
-				options: { [name]: `={{ $itemIndex === 1 ? ${JSON.stringify(value)} : undefined }}` },
-			}),
-			{ items },
-		);
-		expect(error.message).toMatch(/^Item 1: /);
-		expect(error.message).toMatch(message);
-		expect(error.description).toContain(`Parameter "${name}" of item 1`);
-		expect(api.seen).toHaveLength(0);
-	});
-
-	it.each([
-		['an object', '={{ { a: 1 } }}', /Prompt must be text/],
-		['only NUL characters', '={{ "\\u0000\\u0000" }}', /control character U\+0000/],
-	])('a prompt that is %s', async (_name, prompt, message) => {
-		const error = await runError(generate({ prompt }));
-		expect(error.message).toMatch(message);
-		expect(api.seen).toHaveLength(0);
-	});
-});
-
-describe('any answer shape after a 200 keeps the paid result', () => {
-	it.each([
-		['images: [null]', { ...okGeneration(0), images: [null] }, /images\[0\] is not an image/],
-		['warnings: [null]', { ...okGeneration(1), warnings: [null] }, /a warning is not an object/],
-		['no images', { ok: true, turn_id: 't_9', session_id: 's_9' }, /no images list/],
-		['images is a string', { ...okGeneration(0), images: 'x' }, /no images list/],
-		['an array body', [1, 2], /JSON but not an object/],
-		['an empty body', '', /empty/],
-	])('%s', async (_name, body, problem) => {
-		api.script(GENERATE, (_request, reply) =>
-			typeof body === 'string' ? reply.type('application/json').send(body) : reply.send(body),
-		);
-		api.script('GET /api/file/a_0.png', (_request, reply) =>
-			reply.type('image/png').send(Buffer.from([1])),
-		);
-		const [item] = await run(generate());
-		expect((item.json.answer_problems as string[]).join(' ')).toMatch(problem);
-		expect(api.seen.filter((request) => request.method === 'POST')).toHaveLength(1);
-	});
-
-	it('a 10,000-entry images list for n = 1 downloads one image', async () => {
-		api.script(GENERATE, (_request, reply) => reply.send(okGeneration(10_000)));
-		api.script('GET /api/file/a_0.png', (_request, reply) =>
-			reply.type('image/png').send(Buffer.from([1])),
-		);
-		const [item] = await run(generate());
-		expect(Object.keys(item.binary ?? {})).toEqual(['image_0']);
-		expect(api.seen.filter((request) => request.method === 'GET')).toHaveLength(1);
-		expect((item.json.answer_problems as string[]).join(' ')).toMatch(
-			/lists 10000 images for 1 requested/,
-		);
 	});
 });
 
@@ -689,17 +476,3 @@ async function waitUntil(check: () => boolean) {
 	for (let tries = 0; tries < 200 && !check(); tries++) await sleep(50);
 	expect(check()).toBe(true);
 }
-
-describe('Retry On Fail', () => {
-	// Generate under Retry On Fail: test/integration/image/generate-retry.test.ts.
-	it('the read operations keep it (a read can be repeated)', async () => {
-		api.script(DETAIL, (_request, reply) => reply.send({ id: 7 }));
-		const [[item]] = await runNode({
-			nodeType: new ImagePack(),
-			parameters: { resource: 'publication', operation: 'get', publicationId: '7' },
-			credentials: { baseUrl: api.url, apiKey: KEY },
-			retryOnFail: true,
-		});
-		expect(item.json.id).toBe(7);
-	});
-});

@@ -4,38 +4,15 @@ import { sleep } from 'n8n-workflow';
 import { retryPolicy } from '../../../nodes/ImagePack/transport/limits';
 import { runNode } from '../../harness/n8n';
 import { TransportProbe } from '../../harness/probe-node';
-import {
-	apiErrorBody,
-	type Handler,
-	type ScriptedServer,
-	startScriptedServer,
-} from '../../harness/scripted-server';
+import { apiErrorBody, type Handler, startScriptedServer } from '../../harness/scripted-server';
+import { twoServers } from '../../harness/two-servers';
 
 // A made-up key: the tests check it never leaks into errors.
 const KEY = ['sk', 'test', '0123456789abcdef'].join('_');
 const LIST = 'GET /api/v1/image-pack-publications';
 const GENERATE = 'POST /api/v1/generate';
 
-let api: ScriptedServer;
-let cdn: ScriptedServer;
-const savedPolicy = { ...retryPolicy };
-
-beforeAll(async () => {
-	api = await startScriptedServer();
-	cdn = await startScriptedServer();
-	retryPolicy.backoffMs = 5;
-});
-
-afterAll(async () => {
-	Object.assign(retryPolicy, savedPolicy);
-	await api.close();
-	await cdn.close();
-});
-
-beforeEach(() => {
-	api.seen.length = 0;
-	cdn.seen.length = 0;
-});
+const { api, other: cdn } = twoServers();
 
 async function probe(parameters: Record<string, string | number>, apiKey = KEY) {
 	return await runNode({

@@ -8,40 +8,17 @@ import type { IDataObject } from 'n8n-workflow';
 import {
 	SIGNED_LINK_MARGIN_MS,
 	SIGNED_LINK_VALIDITY_MS,
-	retryPolicy,
 } from '../../../nodes/ImagePack/transport/limits';
 import { runNode } from '../../harness/n8n';
 import { TransportProbe } from '../../harness/probe-node';
-import {
-	type ScriptedServer,
-	apiErrorBody,
-	startScriptedServer,
-} from '../../harness/scripted-server';
+import { apiErrorBody } from '../../harness/scripted-server';
+import { twoServers } from '../../harness/two-servers';
 
 // A made-up key: every test checks it never reaches the link host or comes back out.
 const KEY = ['sk', 'link', '0123456789abcdef'].join('_');
 const FILE = 'GET /api/file/img_1.png';
 
-let api: ScriptedServer;
-let files: ScriptedServer;
-const savedPolicy = { ...retryPolicy };
-
-beforeAll(async () => {
-	api = await startScriptedServer();
-	files = await startScriptedServer();
-	retryPolicy.backoffMs = 5;
-});
-
-afterAll(async () => {
-	Object.assign(retryPolicy, savedPolicy);
-	await api.close();
-	await files.close();
-});
-
-beforeEach(() => {
-	api.seen.length = 0;
-	files.seen.length = 0;
-});
+const { api, other: files } = twoServers();
 
 type Failure = Error & { description?: string; context?: IDataObject };
 

@@ -1,7 +1,7 @@
 import type { INodeProperties } from 'n8n-workflow';
 
 import * as download from './download.operation';
-import { operationSelector } from '../../shared/operations';
+import { operationSelector } from '../operations';
 
 export { download };
 

@@ -1,8 +1,9 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { updateDisplayOptions } from 'n8n-workflow';
 
-import { eachItem, itemParameters, maxFileBytes, maxFileSizeOption } from '../../shared/execution';
-import { ValidationIssue } from '../../shared/validate';
+import { ValidationIssue } from '../../shared/parameters';
+import { maxFileBytes, maxFileSizeOption } from '../fileSize';
+import { eachItem, itemParameters } from '../items';
 import { downloadBinary, getConnection } from '../../transport';
 
 const properties: INodeProperties[] = [

@@ -2,7 +2,7 @@ import type { INodeProperties } from 'n8n-workflow';
 
 import * as get from './get.operation';
 import * as getMany from './getMany.operation';
-import { operationSelector } from '../../shared/operations';
+import { operationSelector } from '../operations';
 
 export { get, getMany };
 

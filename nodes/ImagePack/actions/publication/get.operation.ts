@@ -7,9 +7,10 @@ import type {
 } from 'n8n-workflow';
 import { updateDisplayOptions } from 'n8n-workflow';
 
-import { eachItem, itemParameters, maxFileBytes, maxFileSizeOption } from '../../shared/execution';
-import { normalizeManifest } from '../../shared/manifest';
-import { ValidationIssue } from '../../shared/validate';
+import { ValidationIssue } from '../../shared/parameters';
+import { maxFileBytes, maxFileSizeOption } from '../fileSize';
+import { eachItem, itemParameters } from '../items';
+import { normalizeManifest } from './manifest';
 import { downloadBinary, getConnection, getPublication } from '../../transport';
 
 const properties: INodeProperties[] = [

@@ -7,8 +7,8 @@ import type {
 import { updateDisplayOptions } from 'n8n-workflow';
 
 import { imagePackError } from '../../shared/errors';
-import { eachItem, itemParameters } from '../../shared/execution';
-import { boundedNumber } from '../../shared/validate';
+import { boundedNumber } from '../../shared/parameters';
+import { eachItem, itemParameters } from '../items';
 import { DEFAULT_OVERLAP, PAGE_LIMIT, dedupeKey } from '../../shared/publications';
 import { type Connection, getConnection, listPublications } from '../../transport';
 

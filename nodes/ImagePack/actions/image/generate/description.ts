@@ -1,6 +1,6 @@
 /**
  * Generate's parameters in the editor. Choices come from the catalog; each option's default and
- * limits are written here once, and options.ts reads them from these definitions.
+ * limits are written here once, and plan.ts reads them from these definitions.
  */
 import type { INodeProperties } from 'n8n-workflow';
 import { updateDisplayOptions } from 'n8n-workflow';
@@ -17,11 +17,11 @@ import {
 	QUALITIES,
 	describePrice,
 } from '../../../shared/catalog';
-import { maxFileSizeOption } from '../../../shared/execution';
+import { maxFileSizeOption } from '../../fileSize';
 
 const GPT_MODELS = MODELS.filter((model) => model.usesQuality).map((model) => model.id);
 
-/** The Options collection; options.ts reads each number option's bounds from here. */
+/** The Options collection; plan.ts reads each number option's bounds from here. */
 export const generateOptions: INodeProperties[] = [
 	{
 		displayName: 'Accept Language',

@@ -1,206 +1,71 @@
 /**
- * Generate's run: every item is checked before the first request, so a bad row in a batch costs
- * nothing and stops nothing half-way; requests then run with bounded concurrency on the shared item
- * loop, output in input order. Each item: reserve its estimate under the execution's credit cap,
- * generate, settle the ledger with what was charged, read the answer, download the images.
+ * Generate's run: plan → replay or join a held generation, else reserve → send → settle → output.
+ * Every item is planned (read and checked) before the first request, so a bad row in a batch costs
+ * nothing; items then run with bounded concurrency on the item loop, output in input order.
+ * Can an item be charged twice? Only `send` spends, and only when replay.ts finds nothing that was
+ * or may have been paid for (a replay or a join reserves nothing); the transport itself resends a
+ * generation only after `429` or a connection refused before anything left.
  */
-import type { IBinaryData, IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
-import { chargeHint, errorFacts, imagePackError } from '../../../shared/errors';
-import { asNodeError, eachItem } from '../../../shared/execution';
-import { ExecutionLedger, runsAsTool } from '../../../shared/tool';
-import {
-	type Answer,
-	type Connection,
-	downloadBinary,
-	generate,
-	getConnection,
-} from '../../../transport';
-import { type GeneratedImage, type GenerateResponse, type ReadAnswer, readAnswer } from './answer';
-import { heldAnswer, reserveHourly } from './held';
-import { addImageLinks } from './links';
-import type { RunMemory } from './memory';
-import { type ItemPlan, planItem } from './options';
-import { answerFor, openMemory } from './retry';
+import { errorFacts, mayHaveBeenCharged } from '../../../shared/errors';
+import { addHints, asNodeError, eachItem } from '../../items';
+import { runsAsTool } from '../../tool';
+import { type Connection, generate, getConnection } from '../../../transport';
+import { reserveCredits } from './credits';
+import { type GenerateResponse, outputOf } from './output';
+import { type ItemPlan, type ItemRun, planItem } from './plan';
+import { answerFor, heldAnswer, openMemory } from './replay';
+import type { RunMemory } from './stores';
 
 /** What every item of one node run shares. */
 interface Run {
 	ctx: IExecuteFunctions;
 	connection: Connection;
 	asTool: boolean;
-	ledger: ExecutionLedger;
 	memory: RunMemory;
 	/** Items answered from the memory instead of being sent. */
 	replayed: number[];
 }
 
-/** Sends the generation; the ledger ends up holding what it cost (its estimate while unknown). */
-async function sendGeneration(run: Run, itemIndex: number, { request, options }: ItemPlan) {
-	const { ctx, connection, ledger } = run;
+/** Reserve → send → settle: the one place a generation is sent and its credits counted. */
+async function send({ ctx, connection, itemIndex, plan: { request, options } }: ItemRun) {
 	const estimate = request.creditsEstimated;
-	// The hourly cap first: it holds across executions and tool calls (held.ts).
-	const settleHour = reserveHourly(ctx, itemIndex, estimate, options.maxCreditsPerHour);
-	const settle = (charged: number) => {
-		ledger.settle(estimate, charged);
-		settleHour(charged);
-	};
-	const cap = options.maxCreditsPerExecution;
-	if (!ledger.reserve(estimate, cap)) {
-		settleHour(0);
-		throw imagePackError(
-			ctx.getNode(),
-			{ code: 'credit_cap_reached', charge: 'not_sent', itemIndex },
-			{
-				message: `The credit cap of this workflow run is reached: ${ledger.spent} of ${cap} credits (Max Credits per Execution) are already spent or reserved, and this request could cost ${estimate} more`,
-				description: `Nothing was sent and no credits were used. Raise Max Credits per Execution (now ${cap}) to allow more.`,
-			},
-		);
-	}
-	let answer: Answer<GenerateResponse>;
+	const settle = reserveCredits(ctx, itemIndex, estimate, options);
 	try {
 		const { acceptLanguage, timeoutMs } = options;
 		const call = { itemIndex, acceptLanguage, timeoutMs };
-		answer = await generate<GenerateResponse>(ctx, connection, { ...request.body }, call);
+		const answer = await generate<GenerateResponse>(ctx, connection, { ...request.body }, call);
+		const charged = Number(answer.body.credits_charged);
+		settle(Number.isFinite(charged) ? charged : estimate);
+		return answer;
 	} catch (error) {
-		settle(errorFacts(error).charge === 'may_have_been_charged' ? estimate : 0);
+		settle(mayHaveBeenCharged(errorFacts(error)) ? estimate : 0);
 		throw asNodeError(ctx, error, itemIndex);
 	}
-	const charged = Number(answer.body.credits_charged);
-	settle(Number.isFinite(charged) ? charged : estimate);
-	return answer;
-}
-
-/** The item's JSON: the answer as returned plus what the node adds; hints for what differs. */
-function resultOf(
-	{ ctx, ledger }: Run,
-	itemIndex: number,
-	{ request, options }: ItemPlan,
-	answer: Answer<GenerateResponse>,
-	read: ReadAnswer,
-): IDataObject {
-	const result: IDataObject = {
-		...answer.body,
-		request_id: answer.requestId ?? null,
-		credits_estimated: request.creditsEstimated,
-	};
-	const cap = options.maxCreditsPerExecution;
-	if (cap > 0) {
-		result.credit_budget = { cap, spent: ledger.spent, remaining: Math.max(0, cap - ledger.spent) };
-	}
-	const hints = read.warnings.map(
-		(warning) =>
-			`Item ${itemIndex}: ${String(warning.type)} ${String(warning.feature)}: ${String(warning.details ?? '')}`,
-	);
-	if (read.problems.length) {
-		// The service said 2xx, so the credits are gone: the item stays, with what went wrong.
-		result.answer_problems = read.problems;
-		result.session_id ??= request.body.session_id ?? null;
-		hints.push(
-			`Item ${itemIndex}: the generation answer was not as documented (${read.problems.join('; ')}). ${chargeHint(request.body.session_id)}`,
-		);
-	}
-	if (hints.length && typeof ctx.addExecutionHints === 'function') {
-		ctx.addExecutionHints(
-			...hints.map((message) => ({ message, location: 'outputPane' as const })),
-		);
-	}
-	return result;
-}
-
-/** The images are paid for: a failed download is reported on the item, never thrown. */
-async function downloadImages(
-	{ ctx, connection, asTool }: Run,
-	itemIndex: number,
-	{ options }: ItemPlan,
-	images: GeneratedImage[],
-	result: IDataObject,
-): Promise<Array<IBinaryData | undefined>> {
-	const binaries: Array<IBinaryData | undefined> = [];
-	// An agent sees JSON only: as a tool, images are downloaded only when the user asks for it.
-	if (!(options.downloadImages ?? !asTool)) return binaries;
-	const errors: IDataObject[] = [];
-	for (const [index, image] of images.entries()) {
-		try {
-			binaries[index] = await downloadBinary(ctx, connection, image.url, {
-				itemIndex,
-				fileName: typeof image.filename === 'string' ? image.filename : undefined,
-				maxBytes: options.maxFileBytes,
-			});
-		} catch (error) {
-			errors.push({ index, url: image.url, error: (error as Error).message });
-		}
-	}
-	if (errors.length) result.download_errors = errors;
-	return binaries;
-}
-
-/** One item per request (binaries image_0 …), or with One Item per Image one per image (binary data). */
-function outputItems(
-	itemIndex: number,
-	result: IDataObject,
-	images: GeneratedImage[],
-	binaries: Array<IBinaryData | undefined>,
-	splitImages: boolean,
-): INodeExecutionData[] {
-	if (splitImages) {
-		const links = Array.isArray(result.image_links) ? (result.image_links as unknown[]) : undefined;
-		const shared = { ...result };
-		delete shared.images;
-		delete shared.image_links;
-		return images.map((image, index) => ({
-			json: {
-				...shared,
-				image: image as unknown as IDataObject,
-				image_index: index,
-				...(links && { image_link: links[index] ?? null }), // the image's own link
-			},
-			binary: binaries[index] ? { data: binaries[index]! } : undefined,
-			pairedItem: { item: itemIndex },
-		}));
-	}
-	const binary: Record<string, IBinaryData> = {};
-	binaries.forEach((data, index) => {
-		if (data) binary[`image_${index}`] = data;
-	});
-	return [
-		{
-			json: result,
-			binary: Object.keys(binary).length ? binary : undefined,
-			pairedItem: { item: itemIndex },
-		},
-	];
 }
 
 async function generateItem(run: Run, itemIndex: number, plan: ItemPlan) {
-	const { ctx, memory, replayed } = run;
-	const send = async () => await sendGeneration(run, itemIndex, plan);
-	// As a tool with an answer bound, the generation is held by the process (held.ts).
+	const item: ItemRun = { ...run, itemIndex, plan };
+	// As a tool with an answer bound: join the generation this process holds, or start it.
+	// Otherwise: what an earlier try of this execution got, or a new send.
 	const bound = run.asTool ? plan.options.answerWithinMs : undefined;
 	const answer =
 		bound !== undefined
-			? await heldAnswer(ctx, itemIndex, plan, run.connection, bound, send)
-			: await answerFor(ctx, itemIndex, plan, memory, replayed, send);
+			? await heldAnswer(item, bound, async () => await send(item))
+			: await answerFor(item, run.memory, async () => await send(item));
 	if ('running' in answer) return [{ json: answer.running, pairedItem: { item: itemIndex } }];
-	const read = answer.unreadable
-		? { images: [], warnings: [], problems: [answer.unreadable] }
-		: readAnswer(answer.body, plan.request.body.n);
-	const result = resultOf(run, itemIndex, plan, answer, read);
-	const binaries = await downloadImages(run, itemIndex, plan, read.images, result);
-	// Links when the option says so, otherwise only as an agent's tool.
-	if (plan.options.imageLinks ?? run.asTool) {
-		await addImageLinks(ctx, run.connection, itemIndex, read.images, result);
-	}
-	return outputItems(itemIndex, result, read.images, binaries, plan.options.splitImages);
+	if ('replayed' in answer) run.replayed.push(itemIndex);
+	return await outputOf(item, answer);
 }
 
 /** Says which items came from an earlier try instead of a request. */
 function hintReplayed(ctx: IExecuteFunctions, replayed: number[]) {
-	if (!replayed.length || typeof ctx.addExecutionHints !== 'function') return;
+	if (!replayed.length) return;
 	const items = [...replayed].sort((a, b) => a - b).join(', ');
-	ctx.addExecutionHints({
-		message: `${replayed.length === 1 ? 'Item' : 'Items'} ${items}: generated by an earlier try (Retry On Fail, or the execution this one retries) and returned again without being sent or charged again.`,
-		location: 'outputPane',
-	});
+	addHints(ctx, [
+		`${replayed.length === 1 ? 'Item' : 'Items'} ${items}: generated by an earlier try (Retry On Fail, or the execution this one retries) and returned again without being sent or charged again.`,
+	]);
 }
 
 /** Without Continue On Fail n8n drops this run's output: the error says what was already paid for. */
@@ -227,7 +92,6 @@ export async function execute(
 		ctx: this,
 		connection: await getConnection(this),
 		asTool,
-		ledger: new ExecutionLedger(this),
 		memory: openMemory(this, asTool),
 		replayed: [],
 	};

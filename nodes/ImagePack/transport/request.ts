@@ -13,20 +13,40 @@
  */
 import type { IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
 
+import { rule } from '../shared/codes';
 import { redact } from '../shared/errors';
-import { discard, readCapped } from './body';
-import { type ApiContext, type Connection, CREDENTIAL_TYPE } from './connection';
-import { Failures, NOT_SENT_CODES, networkErrorCode } from './failures';
-import { backoff, limits, retryPolicy } from './limits';
 import {
 	type BrokenAnswer,
+	Failures,
+	NOT_SENT_CODES,
 	type Receiver,
 	headerValue,
+	networkErrorCode,
 	parseErrorBody,
-	retryAfterSeconds,
-} from './receive';
-import type { Outgoing } from './routes';
-import { type CallScope, pause, remainingMs } from './scope';
+} from './answers';
+import { discard, readCapped } from './body';
+import {
+	type ApiContext,
+	type CallScope,
+	type Connection,
+	CREDENTIAL_TYPE,
+	type Outgoing,
+	pause,
+	remainingMs,
+} from './connection';
+import { backoff, limits, retryPolicy } from './limits';
+
+/** Seconds to wait from a Retry-After header (delta seconds or an HTTP date); undefined if absent. */
+export function retryAfterSeconds(header: unknown, now = Date.now()): number | undefined {
+	if (typeof header !== 'string' && typeof header !== 'number') return undefined;
+	const value = String(header).trim();
+	if (/^\d+(\.\d+)?$/.test(value)) return Number(value);
+	// Date.parse reads almost anything ("-5", "foo 1"): only take what looks like an HTTP date
+	// (a month or day name and a hh:mm:ss time), so garbage falls back to the caller's backoff.
+	if (!/[a-z]{3}/i.test(value) || !/\d{1,2}:\d{2}:\d{2}/.test(value)) return undefined;
+	const date = Date.parse(value);
+	return Number.isNaN(date) ? undefined : Math.max(0, (date - now) / 1000);
+}
 
 const TRANSIENT_STATUSES = new Set([502, 503, 504]);
 
@@ -164,7 +184,7 @@ async function refused<R>(run: Attempt<R>, response: IN8nHttpFullResponse, reque
 		if (scope.signal.aborted) throw fail.network();
 	}
 	const info = parseErrorBody(status, redact(text, run.connection.apiKey), requestId);
-	if (status === 429 && info.code === 'rate_limited') {
+	if (status === 429 && rule(info.code).retryAfter) {
 		const retryAfter = retryAfterSeconds(headerValue(response.headers, 'retry-after'));
 		const seconds = retryAfter ?? backoff(number) / 1000;
 		const inTime = seconds * 1000 < scope.deadline - Date.now();
@@ -182,6 +202,6 @@ async function refused<R>(run: Attempt<R>, response: IN8nHttpFullResponse, reque
 	if (!run.out.authenticated && (status === 403 || status === 410)) info.code = 'expired_link';
 	// A gateway error on a POST says nothing about whether the work behind it ran; the service's
 	// own internal_error promises a refund.
-	const gateway = status >= 500 && info.code !== 'internal_error';
+	const gateway = status >= 500 && !rule(info.code).refunded;
 	throw fail.answer(info, gateway ? 'unknown' : 'refused');
 }

@@ -1,14 +1,18 @@
 /**
- * The process-level stores of Generate as an MCP tool, alone: held generations (pending.ts: one
- * request per intent, handed out once, uncertain failures kept for retries, TTLs and the entry cap)
- * and Max Credits per Hour (hourlyCap.ts: synchronous reservation, settlement, the sliding hour).
+ * Replay's two stores alone: the records of one run in the execution's context data (RunMemory, the
+ * request digest), and the generations this process holds for tool callers (PendingGenerations: one
+ * request per intent, handed out once, uncertain failures kept for retries, TTLs and the entry cap).
  */
-import { HOUR_MS, HourlyCaps } from '../../nodes/ImagePack/actions/image/generate/hourlyCap';
+import { HOUR_MS } from '../../../../nodes/ImagePack/actions/image/generate/credits';
 import {
+	MEMORY_KEY,
+	type Outcome,
 	PENDING_LIMITS,
 	PendingGenerations,
+	RunMemory,
 	generationKey,
-} from '../../nodes/ImagePack/actions/image/generate/pending';
+	requestDigest,
+} from '../../../../nodes/ImagePack/actions/image/generate/stores';
 
 /** A promise settled from outside, and how many times the work was started. */
 function work<A>() {
@@ -22,7 +26,11 @@ function work<A>() {
 	return { start, resolve, reject };
 }
 
-const uncertain = (error: unknown) => (error as { uncertain?: boolean }).uncertain === true;
+/** How the tests' errors are kept: `{ uncertain: true }` may have been charged. */
+const uncertain = <A>(error: unknown): Outcome<A, unknown> =>
+	(error as { uncertain?: boolean }).uncertain === true
+		? { kind: 'uncertain', failure: error }
+		: { kind: 'refused', failure: error };
 
 describe('generationKey', () => {
 	it('depends on the base URL, the API key and the body (any key order), and holds neither in clear', () => {
@@ -55,7 +63,7 @@ describe('PendingGenerations', () => {
 		expect(first.start).toHaveBeenCalledTimes(1);
 
 		first.resolve('images');
-		expect(await a.held.done).toEqual({ ok: true, answer: 'images' });
+		expect(await a.held.done).toEqual({ kind: 'generated', answer: 'images' });
 		// Finished, not collected: a repeat (or the handle) gets it without a request.
 		expect(store.join('k', first.start, uncertain).held).toBe(a.held);
 		expect(store.find(a.held.handle)).toBe(a.held);
@@ -72,7 +80,7 @@ describe('PendingGenerations', () => {
 		const lost = work<string>();
 		const held = store.join('lost', lost.start, uncertain).held;
 		lost.reject({ uncertain: true });
-		expect(await held.done).toMatchObject({ ok: false, uncertain: true });
+		expect(await held.done).toMatchObject({ kind: 'uncertain' });
 		store.collected(held); // reported to a caller: still held for the next try
 		expect(store.join('lost', jest.fn(), uncertain).held).toBe(held);
 		now += PENDING_LIMITS.failedTtlMs + 1;
@@ -81,7 +89,7 @@ describe('PendingGenerations', () => {
 		const refused = work<string>();
 		const refusal = store.join('refused', refused.start, uncertain).held;
 		refused.reject({ uncertain: false });
-		expect(await refusal.done).toMatchObject({ ok: false, uncertain: false });
+		expect(await refusal.done).toMatchObject({ kind: 'refused' });
 		expect(store.find(refusal.handle, 'refused')).toBeUndefined();
 	});
 
@@ -126,53 +134,6 @@ describe('PendingGenerations', () => {
 	});
 });
 
-describe('HourlyCaps', () => {
-	let now = 0;
-	const caps = () => new HourlyCaps(() => now);
-	beforeEach(() => {
-		now = 5 * HOUR_MS;
-	});
-
-	it('reserves synchronously up to the cap, per node, and refuses what would pass it', () => {
-		const cap = caps();
-		expect(cap.reserve('wf node', 12, 36).ok).toBe(true);
-		expect(cap.reserve('wf node', 12, 36).ok).toBe(true);
-		expect(cap.reserve('wf node', 12, 36).ok).toBe(true);
-		const refused = cap.reserve('wf node', 12, 36);
-		expect(refused).toEqual({ ok: false, spent: 36, freesInMs: HOUR_MS });
-		expect(cap.reserve('wf other', 12, 36).ok).toBe(true);
-	});
-
-	it('settles with what was charged: a refund frees the reservation', () => {
-		const cap = caps();
-		const first = cap.reserve('n', 30, 40);
-		if (!first.ok) throw new Error('reserved');
-		expect(cap.reserve('n', 30, 40).ok).toBe(false);
-		cap.settle(first.spend, 0);
-		expect(cap.reserve('n', 30, 40).ok).toBe(true);
-	});
-
-	it('slides: credits come back an hour after they were spent, and the refusal says when', () => {
-		const cap = caps();
-		cap.reserve('n', 20, 40);
-		now += 10 * 60_000;
-		cap.reserve('n', 20, 40);
-		const refused = cap.reserve('n', 20, 40);
-		expect(refused).toEqual({ ok: false, spent: 40, freesInMs: 50 * 60_000 });
-		now += 50 * 60_000 + 1;
-		expect(cap.reserve('n', 20, 40).ok).toBe(true);
-	});
-
-	it('tracks at most maxNodes nodes (the least recently used is forgotten)', () => {
-		const cap = new HourlyCaps(() => now, 2);
-		cap.reserve('a', 10, 10);
-		cap.reserve('b', 10, 10);
-		cap.reserve('c', 10, 10);
-		expect(cap.reserve('a', 10, 10).ok).toBe(true);
-		expect(cap.reserve('c', 10, 10).ok).toBe(false);
-	});
-});
-
 describe('PendingGenerations when full', () => {
 	it('a repeat of a held generation is answered even when the store is full', async () => {
 		const store = new PendingGenerations<string>({ ...PENDING_LIMITS, maxEntries: 2 });
@@ -184,5 +145,57 @@ describe('PendingGenerations when full', () => {
 		const again = jest.fn();
 		expect(store.join('a', again, uncertain)).toEqual({ held, joined: true });
 		expect(again).not.toHaveBeenCalled();
+	});
+});
+
+const answer = { body: { ok: true, turn_id: 't_1' }, status: 200, requestId: 'req_1' };
+
+describe('requestDigest', () => {
+	const body = { prompt: 'a mug', model: 'auto', ratio: '3:4', n: 1, purpose_id: 'free' };
+
+	it('depends on what was asked and the credential, not on key order', () => {
+		const reordered = { n: 1, purpose_id: 'free', ratio: '3:4', model: 'auto', prompt: 'a mug' };
+		expect(requestDigest(reordered, 'c1')).toBe(requestDigest(body, 'c1'));
+		expect(requestDigest({ ...body, prompt: 'a cup' }, 'c1')).not.toBe(requestDigest(body, 'c1'));
+		expect(requestDigest({ ...body, n: 2 }, 'c1')).not.toBe(requestDigest(body, 'c1'));
+		expect(requestDigest(body, 'c2')).not.toBe(requestDigest(body, 'c1'));
+		expect(requestDigest({ ...body, ref_image_ids: ['a', 'b'] })).not.toBe(
+			requestDigest({ ...body, ref_image_ids: ['b', 'a'] }),
+		);
+		expect(requestDigest(body, 'c1')).toMatch(/^[0-9a-f]{16}$/);
+	});
+});
+
+describe('RunMemory', () => {
+	it('keeps records per run and item in the store, and tells runs apart', () => {
+		const store: Record<string, unknown> = {};
+		const first = new RunMemory(store, 0, 'e1');
+		first.remember(1, 'd1', { kind: 'generated', answer });
+		expect(first.recall(1)).toEqual({ kind: 'generated', answer, digest: 'd1', executionId: 'e1' });
+		expect(first.recall(0)).toBeUndefined();
+		expect(new RunMemory(store, 1, 'e1').recall(1)).toBeUndefined();
+		// A retried execution reads the copy of the store under its own id.
+		const copy = JSON.parse(JSON.stringify(store)) as Record<string, unknown>;
+		expect(new RunMemory(copy, 0, 'e2').recall(1)?.executionId).toBe('e1');
+		expect(Object.keys(store)).toEqual([MEMORY_KEY]);
+	});
+
+	it('forgets earlier runs, never the current or later ones', () => {
+		const store: Record<string, unknown> = {};
+		for (const run of [0, 1, 2])
+			new RunMemory(store, run, 'e1').remember(0, 'd', { kind: 'generated', answer });
+		new RunMemory(store, 1, 'e1').forgetEarlierRuns();
+		expect(Object.keys(store[MEMORY_KEY] as object)).toEqual(['1', '2']);
+	});
+
+	it('starts afresh over a store value that is not its own', () => {
+		const store: Record<string, unknown> = { [MEMORY_KEY]: 'garbage' };
+		const memory = new RunMemory(store, 0, 'e1');
+		expect(memory.recall(0)).toBeUndefined();
+		memory.remember(0, 'd', {
+			kind: 'refused',
+			failure: { code: 'invalid_request', charge: 'not_charged', reason: 'what failed' },
+		});
+		expect(memory.recall(0)?.kind).toBe('refused');
 	});
 });

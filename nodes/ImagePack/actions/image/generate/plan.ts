@@ -5,16 +5,23 @@
  */
 import type { IExecuteFunctions } from 'n8n-workflow';
 
+import type { Connection } from '../../../transport';
+
 import { AUTO_MODEL, DEFAULT_RATIO } from '../../../shared/catalog';
-import { itemParameters } from '../../../shared/execution';
-import { runsUnderMcp } from '../../../shared/tool';
-import {
-	type ValidatedGenerate,
-	ValidationIssue,
-	boundedNumber,
-	validateGenerate,
-} from '../../../shared/validate';
+import { ValidationIssue, boundedNumber } from '../../../shared/parameters';
+import { itemParameters } from '../../items';
+import { runsUnderMcp } from '../../tool';
 import { generateOptions } from './description';
+import { type ValidatedGenerate, validateGenerate } from './request';
+
+/** One item of a node run: its context and connection, whether it is a tool call, the item's plan. */
+export interface ItemRun {
+	ctx: IExecuteFunctions;
+	connection: Connection;
+	asTool: boolean;
+	itemIndex: number;
+	plan: ItemPlan;
+}
 
 /** What one item asks for: the API body with its estimate, and how to run it. */
 export interface ItemPlan {
@@ -34,7 +41,7 @@ function checkedOptions(raw: Record<string, unknown>, underMcp: boolean) {
 	}
 	const number = (name: string) =>
 		boundedNumber(generateOptions.find((option) => option.name === name)!, raw[name]);
-	// As a tool (held.ts): answer within this bound (0: none), or hold nothing (an AI Agent's default:
+	// As a tool (replay.ts): answer within this bound (0: none), or hold nothing (an AI Agent's default:
 	// it waits as before). Under MCP the generation is always held, so n8n's tool retry never re-sends.
 	const answerWithin =
 		raw.answerWithinSeconds === undefined
@@ -50,7 +57,7 @@ function checkedOptions(raw: Record<string, unknown>, underMcp: boolean) {
 		downloadImages: raw.downloadImages === undefined ? undefined : Boolean(raw.downloadImages),
 		imageLinks: raw.imageLinks === undefined ? undefined : Boolean(raw.imageLinks),
 		maxCreditsPerExecution: number('maxCreditsPerExecution'),
-		maxCreditsPerItem: number('maxCreditsPerItem'), // checked with the request, against its estimate
+		maxCreditsPerItem: number('maxCreditsPerItem'), // checked here, with the request (request.ts)
 		maxCreditsPerHour: number('maxCreditsPerHour'),
 		handle: String(raw.handle ?? '').trim(), // as a tool: a held generation to collect
 		maxFileBytes: Math.floor(number('maxFileSizeMb') * 1024 * 1024),

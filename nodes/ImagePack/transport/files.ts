@@ -1,8 +1,13 @@
 /**
- * Files. The API answers `/api/file/<name>` with a 302 to a signed link valid for one hour; that link
- * (and any further hop, at most `limits.maxSignedLinkRedirects`) is fetched without the
- * Authorization header and only over http(s). Bodies are streamed into n8n's binary data, capped in
- * size and bounded in time.
+ * Files. The API answers `/api/file/<name>` with a 302 to a signed link valid for one hour (API
+ * document §4.4). A download fetches that link (and any further hop, at most
+ * `limits.maxSignedLinkRedirects`) without the Authorization header and only over http(s); bodies
+ * are streamed into n8n's binary data, capped in size and bounded in time.
+ *
+ * Signed links: for people who cannot hold the key (a chat user, a Slack channel) the node hands out
+ * that link instead of the file: one authenticated GET, the redirect not followed, its `Location`
+ * read, nothing downloaded. The link itself is never requested, so the host that serves it never
+ * sees the key, and a link that carries the key is refused rather than handed out.
  */
 import type {
 	IBinaryData,
@@ -12,15 +17,29 @@ import type {
 } from 'n8n-workflow';
 
 import { imagePackError } from '../shared/errors';
-import { maxFileBytes } from '../shared/execution';
+import { Failures, headerValue } from './answers';
 import { BodyTooLarge, discard, guardStream } from './body';
-import { type ApiContext, type Connection, parseUrl } from './connection';
-import { formatBytes, limits } from './limits';
-import { type CallOptions, type Outgoing, ROUTES } from './routes';
-import { type CallScope, openScope } from './scope';
-import { Failures } from './failures';
-import { headerValue } from './receive';
-import { send } from './send';
+import {
+	type ApiContext,
+	type CallOptions,
+	type CallScope,
+	type Connection,
+	type Outgoing,
+	ROUTES,
+	decodeName,
+	openScope,
+	parseUrl,
+	resolveFileReference,
+} from './connection';
+import {
+	DEFAULT_MAX_FILE_BYTES,
+	LINK_TIMEOUT_MS,
+	SIGNED_LINK_MARGIN_MS,
+	SIGNED_LINK_VALIDITY_MS,
+	formatBytes,
+	limits,
+} from './limits';
+import { send } from './request';
 
 interface FileOptions extends Omit<CallOptions, 'deadline'> {
 	/** The binary's file name; default the server's or the reference's. */
@@ -45,45 +64,6 @@ export function mimeTypeFor(fileName: string, contentType?: string): string {
 	}
 	const extension = fileName.split('.').pop()?.toLowerCase() ?? '';
 	return MIME_BY_EXTENSION[extension] ?? 'application/octet-stream';
-}
-
-/** A file reference that is no usable URL; the message says what was wrong. */
-export class FileReferenceError extends Error {}
-
-/** Percent-decoded text; a stray "%" that is no escape is kept as written. */
-export function decodeName(text: string): string {
-	try {
-		return decodeURIComponent(text);
-	} catch {
-		return text;
-	}
-}
-
-/**
- * Where a file reference points. The API's paths (`/api/file/<name>`), bare file names and full URLs
- * on the credential's own origin (scheme, host and port) get the API key; a URL on any other origin
- * is fetched without credentials.
- */
-export function resolveFileReference(
-	reference: string,
-	baseUrl: string,
-): { url: string; authenticated: boolean; fileName: string } {
-	const trimmed = reference.trim();
-	const root = baseUrl.trim().replace(/\/+$/, '');
-	const base = parseUrl(`${root}/`);
-	if (!base) throw new FileReferenceError(`the credential's Base URL "${root}" is not a valid URL`);
-	const absolute = /^https?:\/\//i.test(trimmed);
-	if (/^[a-z][a-z0-9+.-]*:/i.test(trimmed) && !absolute) {
-		throw new FileReferenceError(
-			`"${trimmed.slice(0, 100)}" is not an http(s) address; only http:// and https:// files are downloaded`,
-		);
-	}
-	// A path on the API's origin, or a bare file name of the file endpoint.
-	const path = trimmed.startsWith('/') ? trimmed : `/api/file/${encodeURIComponent(trimmed)}`;
-	const url = parseUrl(absolute ? trimmed : `${root}${path}`);
-	if (!url) throw new FileReferenceError(`"${trimmed.slice(0, 100)}" is not a valid URL`);
-	const fileName = decodeName(url.pathname.split('/').pop() ?? '') || 'file';
-	return { url: url.toString(), authenticated: url.origin === base.origin, fileName };
 }
 
 function tooLarge(ctx: ApiContext, itemIndex: number, maxBytes: number, { apiKey }: Connection) {
@@ -128,7 +108,7 @@ async function openFile(
 	ctx: ApiContext,
 	connection: Connection,
 	reference: string,
-	{ itemIndex = 0, maxBytes = maxFileBytes({}) }: FileOptions,
+	{ itemIndex = 0, maxBytes = DEFAULT_MAX_FILE_BYTES }: FileOptions,
 	scope: CallScope,
 ) {
 	let target: ReturnType<typeof resolveFileReference>;
@@ -214,4 +194,78 @@ export async function downloadBinary(
 	// n8n versions that do not count the bytes still get the announced length.
 	binary.bytes ??= file.contentLength;
 	return binary;
+}
+
+// Signed links.
+
+export interface SignedLink {
+	/** The direct link: opens the file without the API key. */
+	url: string;
+	/** ISO time by which the link still works: its hour counted from before the request, less a margin. */
+	expiresAt: string;
+}
+
+/** What is wrong with a `Location` as a link to hand out, or the link. */
+function checkedLocation(location: string | undefined, from: string, apiKey: string): URL | string {
+	if (!location) return 'has no Location header';
+	const url = parseUrl(location.slice(0, 8192), from);
+	if (!url) return 'points to something that is not a valid URL';
+	if (!/^https?:$/.test(url.protocol)) return `points to a ${url.protocol} address`;
+	// Checked on the decoded form too: an escaped key would still be the key.
+	if (url.toString().includes(apiKey) || decodeName(url.toString()).includes(apiKey)) {
+		return 'carries the API key, so it is not handed out';
+	}
+	if (url.username || url.password) return 'carries credentials, so it is not handed out';
+	return url;
+}
+
+/**
+ * Resolves a file reference (an `images[].url` path, a bare file name, or a URL on the credential's
+ * origin) to its signed link. Goes through the one send loop: a GET, retried on 429 / 5xx / broken
+ * connections within `timeoutMs` (default `LINK_TIMEOUT_MS`); an answer other than a redirect is an
+ * error with its facts.
+ */
+export async function signedFileLink(
+	ctx: ApiContext,
+	connection: Connection,
+	reference: string,
+	{ itemIndex, timeoutMs = LINK_TIMEOUT_MS }: Omit<CallOptions, 'deadline'> = {},
+): Promise<SignedLink> {
+	let target: ReturnType<typeof resolveFileReference> | undefined;
+	try {
+		target = resolveFileReference(reference, connection.baseUrl);
+	} catch {
+		target = undefined;
+	}
+	if (!target?.authenticated) {
+		// Only the API signs links: a file elsewhere has no signed link to ask for (and gets no key).
+		throw imagePackError(
+			ctx.getNode(),
+			{ code: 'not_api_file', charge: 'not_sent', itemIndex },
+			{
+				message: `"${String(reference).slice(0, 100)}" is not a file of the Image Pack API, so it has no signed link`,
+				secret: connection.apiKey,
+			},
+		);
+	}
+	const { url } = target;
+	const scope = openScope(ctx, timeoutMs);
+	const out = fileRequest(url, true, itemIndex);
+	const fail = new Failures(ctx, connection, out, scope);
+	// The hour starts when the service signs; counting from before sending keeps the expiry on the safe side.
+	const sentAt = Date.now();
+	const response = await send(ctx, connection, out, scope, async (answer) => ({ value: answer }));
+	discard(response.body);
+	if (response.statusCode < 300) {
+		const problem =
+			'the file endpoint served the file itself instead of redirecting to a signed link';
+		throw fail.fileAnswer(response, 'no_signed_link', problem);
+	}
+	const link = checkedLocation(headerValue(response.headers, 'location'), url, connection.apiKey);
+	if (typeof link === 'string') {
+		const message = `The file endpoint's redirect ${link}: no signed link was made`;
+		throw fail.fileAnswer(response, 'bad_redirect', `the redirect ${link}`, message);
+	}
+	const expiresAt = new Date(sentAt + SIGNED_LINK_VALIDITY_MS - SIGNED_LINK_MARGIN_MS);
+	return { url: link.toString(), expiresAt: expiresAt.toISOString() };
 }

@@ -5,9 +5,10 @@
  */
 import { NodeOperationError, sleep } from 'n8n-workflow';
 
+import type { Code } from '../../nodes/ImagePack/shared/codes';
 import { imagePackError } from '../../nodes/ImagePack/shared/errors';
 
-import { errorItem, mapWithConcurrency } from '../../nodes/ImagePack/shared/execution';
+import { errorItem, mapWithConcurrency } from '../../nodes/ImagePack/actions/items';
 import { testNode as node } from '../harness/n8n';
 
 /** A worker that records how many calls overlap; every call sleeps, so overlaps are certain. */
@@ -202,7 +203,7 @@ describe('mapWithConcurrency: failures', () => {
 	});
 });
 
-function apiError(code: string, httpStatus: number, requestId?: string) {
+function apiError(code: Code, httpStatus: number, requestId?: string) {
 	return imagePackError(
 		node,
 		{ code, httpStatus, requestId, charge: 'not_charged' },

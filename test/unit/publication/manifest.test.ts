@@ -3,8 +3,8 @@
  * publication manifest, for schemaVersion 3 (`blocks`), 2 (`slots[].items[]`) and anything else.
  * Checked against hand-written edge cases and against real manifests served by the emulator.
  */
-import { normalizeManifest } from '../../nodes/ImagePack/shared/manifest';
-import { type Emulator, startEmulator } from '../emulator';
+import { normalizeManifest } from '../../../nodes/ImagePack/actions/publication/manifest';
+import { type Emulator, startEmulator } from '../../emulator';
 
 function deepFreeze<T>(value: T): T {
 	if (value && typeof value === 'object') {

@@ -1,16 +1,15 @@
 /**
  * Generate's up-front validation (PRODUCT.md §3, API document §2.1, §4.1, §8): every bad input fails
  * before anything is sent, naming the parameter and the allowed values; the body carries only what
- * the user set (quality only for GPT models). And the one reader of number options.
+ * the user set (quality only for GPT models).
  */
-import { generateOptions } from '../../nodes/ImagePack/actions/image/generate/description';
 import {
 	type GenerateParameters,
-	ValidationIssue,
-	boundedNumber,
 	parseReferenceImageIds,
 	validateGenerate,
-} from '../../nodes/ImagePack/shared/validate';
+} from '../../../../nodes/ImagePack/actions/image/generate/request';
+import { ValidationIssue } from '../../../../nodes/ImagePack/shared/parameters';
+import { issueOf } from '../../issue';
 
 const base: GenerateParameters = {
 	prompt: 'a ceramic mug on a wooden table',
@@ -25,16 +24,6 @@ const base: GenerateParameters = {
 };
 
 const refs = (count: number) => Array.from({ length: count }, (_, i) => `img_${i}`);
-
-function issueOf(run: () => unknown): ValidationIssue {
-	try {
-		run();
-	} catch (error) {
-		expect(error).toBeInstanceOf(ValidationIssue);
-		return error as ValidationIssue;
-	}
-	throw new Error('expected a ValidationIssue');
-}
 
 const failure = (overrides: Partial<GenerateParameters>) =>
 	issueOf(() => validateGenerate({ ...base, ...overrides }));
@@ -376,38 +365,6 @@ describe('validateGenerate: maxCreditsPerItem', () => {
 	it.each([0, undefined])('treats %p as no budget', (maxCreditsPerItem) => {
 		const request = { ...base, model: 'gpt-image-2', quality: 'high', n: 4, maxCreditsPerItem };
 		expect(validateGenerate(request).creditsEstimated).toBe(200);
-	});
-});
-
-describe('boundedNumber: a number option read against its own definition', () => {
-	const option = (name: string) => generateOptions.find((property) => property.name === name)!;
-
-	it.each([undefined, null, ''])('%p is the property’s default', (value) => {
-		expect(boundedNumber(option('maxCreditsPerItem'), value)).toBe(0);
-		expect(boundedNumber(option('timeoutSeconds'), value)).toBe(330);
-	});
-
-	it('takes numbers and numeric text within the bounds, the bounds included', () => {
-		expect(boundedNumber(option('timeoutSeconds'), '1')).toBe(1);
-		expect(boundedNumber(option('timeoutSeconds'), 3600)).toBe(3600);
-		expect(boundedNumber(option('timeoutSeconds'), ' 2.5 ')).toBe(2.5);
-	});
-
-	it.each([-5, NaN, Infinity, 'lots', ' ', {}, [3], true, 1_000_001])(
-		'refuses %p instead of silently dropping the guard, naming the parameter and the range',
-		(value) => {
-			const issue = issueOf(() => boundedNumber(option('maxCreditsPerItem'), value));
-			expect(issue.parameter).toBe('maxCreditsPerItem');
-			expect(issue.message).toMatch(/^Max Credits per Item ".*" is not allowed\. /);
-			expect(issue.message).toContain('Allowed values: numbers from 0 to 1000000');
-		},
-	);
-
-	it('a whole-number option (numberPrecision 0) refuses fractions', () => {
-		expect(boundedNumber(option('concurrency'), '8')).toBe(8);
-		expect(issueOf(() => boundedNumber(option('concurrency'), 1.5)).message).toBe(
-			'Concurrency "1.5" is not allowed. Allowed values: whole numbers from 1 to 8',
-		);
 	});
 });
 

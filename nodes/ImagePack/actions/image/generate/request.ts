@@ -1,9 +1,9 @@
 /**
- * Checks a Generate request against the catalog before anything is sent, and builds the API body.
- * Pure: no n8n, no HTTP. Every failure names the parameter and the allowed values.
+ * Checks a Generate request against the catalog before anything is sent, and builds the API body
+ * with its credit estimate; Max Credits per Item is checked here, against that estimate, since it
+ * caps one request and needs no reservation (credits.ts holds the caps that do). Pure: no n8n, no
+ * HTTP. Every failure names the parameter and the allowed values.
  */
-import type { INodeProperties } from 'n8n-workflow';
-
 import {
 	AUTO_MODEL,
 	type ImageCount,
@@ -22,7 +22,8 @@ import {
 	autoCandidates,
 	estimateCredits,
 	findModel,
-} from './catalog';
+} from '../../../shared/catalog';
+import { ValidationIssue } from '../../../shared/parameters';
 
 export interface GenerateParameters {
 	prompt: unknown;
@@ -54,15 +55,6 @@ export interface ValidatedGenerate {
 	body: GenerateBody;
 	/** Credits the service will reserve (for `auto`: the highest price among the models it may pick). */
 	creditsEstimated: number;
-}
-
-export class ValidationIssue extends Error {
-	constructor(
-		readonly parameter: string,
-		message: string,
-	) {
-		super(message);
-	}
 }
 
 /** How deep a reference list may nest (lists of lists, objects with ids). */
@@ -165,32 +157,6 @@ function promptText(value: unknown): string {
 		);
 	}
 	return prompt;
-}
-
-/** What `boundedNumber` reads of a number parameter's definition. */
-type NumberProperty = Pick<INodeProperties, 'name' | 'displayName' | 'default' | 'typeOptions'>;
-
-/**
- * A number parameter's value, bounded by the parameter's own definition, the one place its default
- * and limits are written: unset (undefined, null, '') is its `default`; anything else must be a
- * number (or numeric text) from `minValue` to `maxValue`, whole when `numberPrecision` is 0, or a
- * ValidationIssue names the parameter and the allowed range.
- */
-export function boundedNumber(property: NumberProperty, value: unknown): number {
-	if (value === undefined || value === null || value === '') return Number(property.default);
-	const { minValue: min = -Number.MAX_SAFE_INTEGER, maxValue: max = Number.MAX_SAFE_INTEGER } =
-		property.typeOptions ?? {};
-	const whole = property.typeOptions?.numberPrecision === 0;
-	const number = typeof value === 'number' || typeof value === 'string' ? Number(value) : NaN;
-	const blank = typeof value === 'string' && value.trim() === '';
-	if (blank || !(number >= min && number <= max) || (whole && !Number.isInteger(number))) {
-		const shown = typeof value === 'object' ? JSON.stringify(value) : String(value);
-		throw new ValidationIssue(
-			property.name,
-			`${property.displayName} "${shown}" is not allowed. Allowed values: ${whole ? 'whole numbers' : 'numbers'} from ${min} to ${max}`,
-		);
-	}
-	return number;
 }
 
 /** The prompt and the references: at least one of them, within the prompt's length. */

@@ -1,16 +1,13 @@
-/** Per-item execution helpers shared by the operations. */
-import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+/**
+ * The operations' item loop: bounded concurrency in input order, Stop between items, Continue On
+ * Fail (a failed item becomes an error item), and errors that name their item.
+ */
+import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
-import { errorFacts, errorMessage, imagePackError } from './errors';
-import { ValidationIssue, boundedNumber } from './validate';
-
-/** n8n's cancel signal for this execution (Stop), where the context offers one (polls have none). */
-export function executionCancelSignal(ctx: object): AbortSignal | undefined {
-	const getter = (ctx as { getExecutionCancelSignal?: () => AbortSignal | undefined })
-		.getExecutionCancelSignal;
-	return typeof getter === 'function' ? getter.call(ctx) : undefined;
-}
+import { errorFacts, errorMessage, factFields, imagePackError } from '../shared/errors';
+import { ValidationIssue } from '../shared/parameters';
+import { executionCancelSignal } from '../transport';
 
 /**
  * Throws once the user stopped the execution (the editor's Stop, the REST API): no further item
@@ -28,20 +25,12 @@ export function throwIfStopped(ctx: IExecuteFunctions, itemIndex: number): void 
 	);
 }
 
-/** The per-file size cap, one option for every operation that downloads. */
-export const maxFileSizeOption: INodeProperties = {
-	displayName: 'Max File Size (MB)',
-	name: 'maxFileSizeMb',
-	type: 'number',
-	typeOptions: { minValue: 1, maxValue: 1024 },
-	default: 200,
-	description: 'A downloaded file larger than this is stopped and reported as an error',
-};
-
-/** The checked Max File Size of an options collection, in bytes. */
-export function maxFileBytes(options: unknown): number {
-	const value = (options as { maxFileSizeMb?: unknown } | null | undefined)?.maxFileSizeMb;
-	return Math.floor(boundedNumber(maxFileSizeOption, value) * 1024 * 1024);
+/** Shows `messages` in the output pane, where this n8n has execution hints. */
+export function addHints(ctx: IExecuteFunctions, messages: string[]): void {
+	if (!messages.length || typeof ctx.addExecutionHints !== 'function') return;
+	ctx.addExecutionHints(
+		...messages.map((message) => ({ message, location: 'outputPane' as const })),
+	);
 }
 
 /** Reads an item's parameters: a bad value fails naming the item, also under Continue On Fail. */
@@ -90,10 +79,8 @@ export async function mapWithConcurrency<T, R>(
  * newest "API generation" session).
  */
 export function errorItem(error: unknown, itemIndex: number): INodeExecutionData {
-	const facts: Partial<ReturnType<typeof errorFacts>> = errorFacts(error);
-	delete facts.reason; // the message without the item: `message` holds the whole message
 	return {
-		json: { error: { message: errorMessage(error), ...facts } },
+		json: { error: { message: errorMessage(error), ...factFields(errorFacts(error)) } },
 		pairedItem: { item: itemIndex },
 	};
 }

@@ -7,7 +7,7 @@
  * message (3.x). So as a tool the node never throws: a failure becomes one item whose `error` text
  * says what failed, the code, what was charged, the request id and what to change.
  *
- * Pure apart from `runsAsTool` and the ledger's use of the execution context.
+ * Also: how a run tells it is a tool call, and where the execution's context data is read.
  */
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
@@ -18,8 +18,9 @@ import {
 	type ModelSpec,
 	QUALITIES,
 	RATIOS,
-} from './catalog';
-import { CHARGE_WORDS, errorFacts, nextStep } from './errors';
+} from '../shared/catalog';
+import { rule } from '../shared/codes';
+import { type ChargeOutcome, type ErrorFacts, errorFacts, factFields } from '../shared/errors';
 import { type OperationName, operationOf } from './operations';
 
 /** Whether AI Agent 2.x runs this call in its own context (a SupplyDataContext). */
@@ -120,10 +121,16 @@ export const TOOL_DESCRIPTIONS: Record<OperationName, string> = {
 
 // Errors as text a model can act on.
 
-/** What failed (`errorFacts`: the reason, without the item and free of the key) and in which operation. */
-export type ToolErrorInput = Omit<ReturnType<typeof errorFacts>, 'sessionId' | 'parameter'> & {
-	operation: string;
+/** Each charge outcome in words for a model. */
+const CHARGE_WORDS: Record<ChargeOutcome, string> = {
+	not_sent: 'Nothing was sent and no credits were used.',
+	not_charged: 'The service refused or refunded the request: no credits were charged.',
+	may_have_been_charged:
+		'The generation may have run and may have been charged: do not call again automatically.',
 };
+
+/** What failed (`errorFacts`: the reason, without the item and free of the key) and in which operation. */
+export type ToolErrorInput = ErrorFacts & { reason: string; operation: string };
 
 /** One English paragraph: what failed, the code, what was charged, the request id, what to do. */
 export function toolErrorText(input: ToolErrorInput): string {
@@ -139,7 +146,7 @@ export function toolErrorText(input: ToolErrorInput): string {
 	if (input.apiMessage) {
 		parts.push(`The service’s message: ${input.apiMessage.trim().replace(/[^.。!?！？]$/, '$&.')}`);
 	}
-	const next = nextStep(code);
+	const { next } = rule(input.code);
 	if (next) parts.push(next);
 	return parts.join(' ');
 }
@@ -151,49 +158,9 @@ export function toolErrorItem(
 	operation: string,
 ): INodeExecutionData {
 	const facts = errorFacts(error);
-	const json: IDataObject = {
-		error: toolErrorText({ operation, ...facts }),
-		code: facts.code,
-		httpStatus: facts.httpStatus,
-	};
-	if (facts.requestId) json.requestId = facts.requestId;
-	if (operationOf(operation)?.paid) json.charged = facts.charge;
+	const { code, httpStatus, requestId, charge } = factFields(facts);
+	const json: IDataObject = { error: toolErrorText({ operation, ...facts }), code, httpStatus };
+	if (requestId) json.requestId = requestId;
+	if (operationOf(operation)?.paid) json.charged = charge;
 	return { json, pairedItem: { item: itemIndex } };
-}
-
-// The credit cap of one execution.
-
-/** Key in the execution's flow context: credits spent or reserved by every Image Pack node of the run. */
-const LEDGER_KEY = 'imagePackCreditsSpent';
-
-/**
- * Credits spent in the current execution, shared by every Image Pack node and every tool call of
- * it. Lives in n8n's execution context data, so it follows the execution (including a resumed one)
- * and is never shared between executions. A reservation is taken synchronously before sending, so
- * parallel tool calls cannot overshoot together.
- */
-export class ExecutionLedger {
-	// Outside an execution (none seen in n8n itself) the cap holds for this node run.
-	private readonly context: IDataObject;
-
-	constructor(ctx: IExecuteFunctions) {
-		this.context = contextData(ctx, 'flow');
-	}
-
-	get spent(): number {
-		const value = Number(this.context[LEDGER_KEY] ?? 0);
-		return Number.isFinite(value) ? value : 0;
-	}
-
-	/** Reserves `estimate` credits; false, reserving nothing, when the cap (> 0) would be passed. */
-	reserve(estimate: number, cap: number): boolean {
-		if (cap > 0 && this.spent + estimate > cap) return false;
-		this.context[LEDGER_KEY] = this.spent + estimate;
-		return true;
-	}
-
-	/** Replaces a reservation by what was actually charged (0 when the service charged nothing). */
-	settle(estimate: number, charged: number): void {
-		this.context[LEDGER_KEY] = Math.max(0, this.spent - estimate + charged);
-	}
 }
