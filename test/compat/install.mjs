@@ -237,9 +237,24 @@ export function restData(answer, what) {
 	return answer.body?.data ?? answer.body;
 }
 
-/** Starts n8n (startN8n) with a longer ready timeout: other sessions share this 2-core machine. */
-export function startCompatN8n(options) {
-	return startN8n({ readyTimeoutMs: 300_000, ...options });
+/**
+ * Starts n8n (startN8n) with a longer ready timeout (other sessions share this 2-core machine), then waits
+ * for its REST API: n8n 1.x answers /healthz/readiness before its REST controllers are mounted.
+ */
+export async function startCompatN8n(options) {
+	const n8n = await startN8n({ readyTimeoutMs: 300_000, ...options });
+	const started = Date.now();
+	for (;;) {
+		try {
+			const response = await fetch(`${n8n.url}/rest/settings`);
+			if (response.ok && String(response.headers.get('content-type')).includes('json')) return n8n;
+		} catch {}
+		if (Date.now() - started > 120_000) {
+			await n8n.stop();
+			throw new Error(`n8n answered /healthz/readiness but not /rest/settings within 120 s:\n${n8n.logs().slice(-3000)}`);
+		}
+		await new Promise((resolve) => setTimeout(resolve, 250));
+	}
 }
 
 export function elapsed(started) {
