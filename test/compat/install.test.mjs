@@ -3,17 +3,18 @@
  * chosen by COMPAT_PROFILE (a profile of test/e2e/n8n-install.mjs, `default` when unset).
  *
  *   npm run build && COMPAT_PROFILE=min node --test test/compat/install.test.mjs
- *   COMPAT_QUEUE=1 …   also the queue-mode worker that lacks the package (PostgreSQL, Redis)
+ *   COMPAT_QUEUE=1 …   also queue mode: a worker that lacks the package (PostgreSQL, Redis, the emulator)
  *
  * The packed tarball is served by a local registry (registry.mjs); IMAGEPACK_TARBALL names a packed one.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import { installPaths, isInstalled } from '../e2e/n8n-install.mjs';
-import { packPackage, REPO_ROOT, runCommand } from '../e2e/n8n.mjs';
+import { importCredential, importWorkflow, packPackage, publishWorkflow, REPO_ROOT, runCommand } from '../e2e/n8n.mjs';
 import {
 	elapsed,
 	findPackages,
@@ -29,6 +30,7 @@ import {
 	tempDir,
 	writeNpmShim,
 } from './install.mjs';
+import { startCompatQueue } from './queue.mjs';
 import { startRegistry } from './registry.mjs';
 
 const profile = process.env.COMPAT_PROFILE || 'default';
@@ -197,6 +199,74 @@ describe(`installing the package in n8n ${version} (profile ${profile})`, { skip
 				await n8n.stop();
 			}
 			t.diagnostic(`restart and checks in ${elapsed(started)}; n8n's own outbound calls (refused): ${registry.describe(registry.proxied()) || 'none'}`);
+		});
+	});
+
+	describe('queue mode: a worker that lacks the package', { skip: process.env.COMPAT_QUEUE !== '1' && 'COMPAT_QUEUE=1 runs it' }, () => {
+		it('reinstalls it alone at startup (N8N_REINSTALL_MISSING_PACKAGES) and runs Image Pack Generate', async (t) => {
+			const { emulatorCredential, withCredential } = await import('../e2e/fixtures.mjs');
+			const { callWebhook, webhookGenerateWorkflow } = await import('../e2e/queue.mjs');
+			// The emulator is TypeScript: tsImport keeps plain `node --test` enough to run this file.
+			const { tsImport } = await import('tsx/esm/api');
+			const { startEmulator } = await tsImport('../emulator/index.ts', import.meta.url);
+			const emulator = await startEmulator({ port: 0 });
+			const cluster = await startCompatQueue({ profile, registry, workDir: folder('queue'), nodeBin: paths.nodeBin });
+			const step = (() => {
+				let last = Date.now();
+				return (what) => {
+					t.diagnostic(`${what}: ${elapsed(last)}`);
+					last = Date.now();
+				};
+			})();
+			let main;
+			let worker;
+			try {
+				// 1. The main installs the package through the editor installer; no worker runs yet.
+				main = await cluster.startMain();
+				const client = await setupOwnerAndLogin(main.url);
+				restData(await client.post('/rest/community-packages', { name: registry.name, verify: false, version: registry.version }), 'install on the main');
+				await main.stop();
+				assertAlone(path.join(cluster.folder('main'), '.n8n', 'nodes'), registry.name, "the main's install");
+				step('main: start, owner, editor install, stop');
+
+				// 2. A credential for the emulator and a published Webhook → Generate workflow (the main's CLI).
+				const credential = emulatorCredential(emulator);
+				const id = 'compatQueueGen01';
+				const webhookPath = `compat-queue-${randomUUID().slice(0, 8)}`;
+				const workflow = withCredential(webhookGenerateWorkflow({ id, name: 'compat: queue generate', path: webhookPath, webhookId: randomUUID() }), credential);
+				const cli = { profile, env: cluster.sharedEnv };
+				await importCredential(cluster.folder('main'), credential, cli);
+				await importWorkflow(cluster.folder('main'), { ...workflow, versionId: randomUUID(), active: false }, cli);
+				await publishWorkflow(cluster.folder('main'), id, cli);
+				step('credential and workflow imported and published');
+
+				// 3. The main again, and a worker whose user folder has no package, told to reinstall missing ones.
+				const before = registry.requests.length;
+				main = await cluster.startMain();
+				worker = await cluster.startWorker('worker', { N8N_REINSTALL_MISSING_PACKAGES: 'true' });
+				step('main restarted, worker started (with its reinstall)');
+				const workerNodes = path.join(cluster.folder('worker'), '.n8n', 'nodes');
+				const calls = cluster.shim('worker').calls();
+				log(`queue: the worker's npm calls: ${calls.map((call) => call.args).join(' | ') || 'none'}`);
+				assert.ok(calls.some((call) => call.args.startsWith('pack ')), `the worker did not reinstall the package through npm:\n${worker.logs().slice(-3000)}`);
+				assertAlone(workerNodes, registry.name, "the worker's reinstall");
+				assertOnlyPackageRequested(registry, registry.requests.slice(before), "the worker's reinstall");
+
+				// 4. The worker runs Generate against the emulator.
+				const answer = await callWebhook(main.url, webhookPath, 'A white ceramic mug on an oak table');
+				assert.equal(answer.status, 200, JSON.stringify(answer.body));
+				assert.equal(answer.body.images?.length, 2, JSON.stringify(answer.body));
+				const executions = await cluster.postgres.query('SELECT id, status, mode FROM execution_entity WHERE "workflowId" = $1', [id]);
+				assert.equal(executions.length, 1, JSON.stringify(executions));
+				assert.ok(worker.logs().includes(`Worker started execution ${executions[0].id} (`), `the worker's log does not say it ran execution ${executions[0].id}`);
+				step('Generate through the webhook, run by the worker');
+			} catch (error) {
+				error.message += `\n--- worker log (tail)\n${worker?.logs().slice(-3000) ?? '(not started)'}\n--- main log (tail)\n${main?.logs().slice(-2000) ?? ''}`;
+				throw error;
+			} finally {
+				await cluster.stop();
+				await emulator.close();
+			}
 		});
 	});
 });
