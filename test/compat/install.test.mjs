@@ -204,7 +204,7 @@ describe(`installing the package in n8n ${version} (profile ${profile})`, { skip
 
 	describe('queue mode: a worker that lacks the package', { skip: process.env.COMPAT_QUEUE !== '1' && 'COMPAT_QUEUE=1 runs it' }, () => {
 		it('reinstalls it alone at startup (N8N_REINSTALL_MISSING_PACKAGES) and runs Image Pack Generate', async (t) => {
-			const { emulatorCredential, withCredential } = await import('../e2e/fixtures.mjs');
+			const { emulatorCredential, waitFor, withCredential } = await import('../e2e/fixtures.mjs');
 			const { callWebhook, webhookGenerateWorkflow } = await import('../e2e/queue.mjs');
 			// The emulator is TypeScript: tsImport keeps plain `node --test` enough to run this file.
 			const { tsImport } = await import('tsx/esm/api');
@@ -221,13 +221,23 @@ describe(`installing the package in n8n ${version} (profile ${profile})`, { skip
 			let main;
 			let worker;
 			try {
-				// 1. The main installs the package through the editor installer; no worker runs yet.
+				// 1. The main installs the package through the editor installer while a worker without it runs:
+				//    n8n tells running workers over Redis (command community-package-install), and each installs it.
+				// One after the other: n8n 1.x has no lock around its schema migrations.
 				main = await cluster.startMain();
+				const live = await cluster.startWorker('live-worker');
 				const client = await setupOwnerAndLogin(main.url);
 				restData(await client.post('/rest/community-packages', { name: registry.name, verify: false, version: registry.version }), 'install on the main');
-				await main.stop();
 				assertAlone(path.join(cluster.folder('main'), '.n8n', 'nodes'), registry.name, "the main's install");
-				step('main: start, owner, editor install, stop');
+				const liveNodes = path.join(cluster.folder('live-worker'), '.n8n', 'nodes');
+				await waitFor(() => /Community package installed/.test(live.logs()) && fs.existsSync(path.join(liveNodes, 'node_modules', registry.name, 'package.json')), {
+					timeoutMs: 120_000,
+					what: "the running worker's install after the main's",
+				});
+				log(`queue: the running worker's npm calls: ${cluster.shim('live-worker').calls().map((call) => call.args).join(' | ') || 'none'}`);
+				assertAlone(liveNodes, registry.name, "the running worker's install");
+				await Promise.all([main.stop(), live.stop()]);
+				step('main and a running worker: start, owner, editor install (the worker installs too), stop');
 
 				// 2. A credential for the emulator and a published Webhook → Generate workflow (the main's CLI).
 				const credential = emulatorCredential(emulator);
