@@ -14,7 +14,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import { installPaths, isInstalled } from '../e2e/n8n-install.mjs';
-import { importCredential, importWorkflow, packPackage, publishWorkflow, REPO_ROOT, runCommand } from '../e2e/n8n.mjs';
+import { packPackage, publishWorkflow, REPO_ROOT, runCommand } from '../e2e/n8n.mjs';
 import {
 	elapsed,
 	findPackages,
@@ -223,7 +223,7 @@ describe(`installing the package in n8n ${version} (profile ${profile})`, { skip
 			try {
 				// 1. The main installs the package through the editor installer while a worker without it runs:
 				//    n8n tells running workers over Redis (command community-package-install), and each installs it.
-				// One after the other: n8n 1.x has no lock around its schema migrations.
+				//    Started one after the other: n8n 1.x has no lock around its schema migrations.
 				main = await cluster.startMain();
 				const live = await cluster.startWorker('live-worker');
 				const client = await setupOwnerAndLogin(main.url);
@@ -236,19 +236,22 @@ describe(`installing the package in n8n ${version} (profile ${profile})`, { skip
 				});
 				log(`queue: the running worker's npm calls: ${cluster.shim('live-worker').calls().map((call) => call.args).join(' | ') || 'none'}`);
 				assertAlone(liveNodes, registry.name, "the running worker's install");
-				await Promise.all([main.stop(), live.stop()]);
-				step('main and a running worker: start, owner, editor install (the worker installs too), stop');
+				step('main and a running worker: start, owner, editor install (the worker installs too)');
 
-				// 2. A credential for the emulator and a published Webhook → Generate workflow (the main's CLI).
-				const credential = emulatorCredential(emulator);
-				const id = 'compatQueueGen01';
+				// 2. A credential for the emulator and a Webhook → Generate workflow, saved through the main's REST API
+				//    (2.0.3's import:workflow writes no workflow history, and its publish:workflow then fails),
+				//    published with the CLI once the main is stopped: the restarted main activates it.
+				const credential = restData(await client.post('/rest/credentials', { ...emulatorCredential(emulator), id: undefined }), 'create credential');
 				const webhookPath = `compat-queue-${randomUUID().slice(0, 8)}`;
-				const workflow = withCredential(webhookGenerateWorkflow({ id, name: 'compat: queue generate', path: webhookPath, webhookId: randomUUID() }), credential);
-				const cli = { profile, env: cluster.sharedEnv };
-				await importCredential(cluster.folder('main'), credential, cli);
-				await importWorkflow(cluster.folder('main'), { ...workflow, versionId: randomUUID(), active: false }, cli);
-				await publishWorkflow(cluster.folder('main'), id, cli);
-				step('credential and workflow imported and published');
+				const { nodes, connections, settings } = withCredential(
+					webhookGenerateWorkflow({ id: undefined, name: 'compat: queue generate', path: webhookPath, webhookId: randomUUID() }),
+					credential,
+				);
+				// `active: false` as the editor sends it (2.0.3 fails with a null `active` otherwise).
+				const { id } = restData(await client.post('/rest/workflows', { name: 'compat: queue generate', nodes, connections, settings, active: false }), 'create workflow');
+				await Promise.all([main.stop(), live.stop()]);
+				await publishWorkflow(cluster.folder('main'), id, { profile, env: cluster.sharedEnv });
+				step('credential and workflow saved, main and worker stopped, workflow published');
 
 				// 3. The main again, and a worker whose user folder has no package, told to reinstall missing ones.
 				const before = registry.requests.length;
