@@ -253,11 +253,19 @@ describe(`installing the package in n8n ${version} (profile ${profile})`, { skip
 				await publishWorkflow(cluster.folder('main'), id, { profile, env: cluster.sharedEnv });
 				step('credential and workflow saved, main and worker stopped, workflow published');
 
-				// 3. The main again, and a worker whose user folder has no package, told to reinstall missing ones.
-				const before = registry.requests.length;
+				// 3. The main again. A worker started now without the package and without the setting only warns.
 				main = await cluster.startMain();
+				const plain = await cluster.startWorker('plain-worker');
+				await plain.stop();
+				assert.match(plain.logs(), /n8n detected that some packages are missing/, 'a worker without N8N_REINSTALL_MISSING_PACKAGES says the package is missing');
+				assert.deepEqual(listModules(path.join(cluster.folder('plain-worker'), '.n8n', 'nodes', 'node_modules')), [], 'a worker without the setting installs nothing');
+				assert.deepEqual(cluster.shim('plain-worker').calls(), [], 'a worker without the setting runs no npm');
+				step('main restarted; a worker without the setting started and stopped (it only warns)');
+
+				// 4. A worker whose user folder has no package, told to reinstall missing ones.
+				const before = registry.requests.length;
 				worker = await cluster.startWorker('worker', { N8N_REINSTALL_MISSING_PACKAGES: 'true' });
-				step('main restarted, worker started (with its reinstall)');
+				step('worker started with N8N_REINSTALL_MISSING_PACKAGES (its reinstall included)');
 				const workerNodes = path.join(cluster.folder('worker'), '.n8n', 'nodes');
 				const calls = cluster.shim('worker').calls();
 				log(`queue: the worker's npm calls: ${calls.map((call) => call.args).join(' | ') || 'none'}`);
@@ -265,7 +273,7 @@ describe(`installing the package in n8n ${version} (profile ${profile})`, { skip
 				assertAlone(workerNodes, registry.name, "the worker's reinstall");
 				assertOnlyPackageRequested(registry, registry.requests.slice(before), "the worker's reinstall");
 
-				// 4. The worker runs Generate against the emulator.
+				// 5. That worker runs Generate against the emulator.
 				const answer = await callWebhook(main.url, webhookPath, 'A white ceramic mug on an oak table');
 				assert.equal(answer.status, 200, JSON.stringify(answer.body));
 				assert.equal(answer.body.images?.length, 2, JSON.stringify(answer.body));
