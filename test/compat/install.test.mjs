@@ -77,7 +77,11 @@ describe(`installing the package in n8n ${version} (profile ${profile})`, { skip
 	};
 
 	before(async () => {
-		tarball = process.env.IMAGEPACK_TARBALL || (await packPackage({ build: !fs.existsSync(path.join(REPO_ROOT, 'dist')) }));
+		tarball = process.env.IMAGEPACK_TARBALL;
+		if (!tarball) {
+			tarball = await packPackage({ build: !fs.existsSync(path.join(REPO_ROOT, 'dist')) });
+			folders.push(path.dirname(tarball));
+		}
 		registry = await startRegistry({ tarball, decoys: DECOYS });
 	});
 	after(async () => {
