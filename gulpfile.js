@@ -24,7 +24,7 @@ function emulator() {
 
 /**
  * The packed package in a real, pinned n8n (installed once into ~/.cache, see test/e2e/n8n-install.mjs),
- * workflows executed against the emulator; n8n 1.x too unless E2E_SKIP_N8N_V1=1.
+ * workflows executed against the emulator (the other n8n versions: `npm run test:compat`).
  * `npm run test:e2e -- --test-name-pattern=generate` filters.
  */
 function e2e() {
@@ -36,7 +36,7 @@ function e2e() {
  * (installed with apt-get when missing and running as root). Needs only n8n 2.x.
  */
 function queue() {
-	return runE2e((name) => name === 'queue.test.mjs', { E2E_SKIP_N8N_V1: '1' });
+	return runE2e((name) => name === 'queue.test.mjs');
 }
 
 /**

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 /**
  * `npm run test:compat` (gulp compat): installs the n8n of each profile that is not cached yet, builds
- * and packs the package once, runs test/compat/suite.test.mjs in each n8n one after the other, then
- * prints a summary line per version. Exits non-zero if a suite failed.
+ * and packs the package once, then in each n8n, one after the other: install.test.mjs (every install
+ * path lands the package alone and n8n loads it, queue-mode workers included; COMPAT_QUEUE=0 leaves
+ * queue mode out) and suite.test.mjs (the scenarios, on the package as the README installs it). Prints a
+ * summary line per version; exits non-zero if anything failed.
  *
  *   npm run test:compat                                # every profile of MATRIX (n8n-install.mjs)
  *   npm run test:compat -- --profiles=min,default      # some
@@ -37,7 +39,7 @@ const describe = (name) => {
 
 function runSuite(profile, tarball, summaryFile) {
 	const reporter = path.join(here, 'reporter.mjs');
-	const suite = path.join(here, 'suite.test.mjs');
+	const suites = ['install.test.mjs', 'suite.test.mjs'].map((name) => path.join(here, name));
 	return new Promise((resolve, reject) => {
 		const child = spawn(
 			process.execPath,
@@ -51,18 +53,20 @@ function runSuite(profile, tarball, summaryFile) {
 				`--test-reporter=${reporter}`,
 				`--test-reporter-destination=${summaryFile}`,
 				...testArgs,
-				suite,
+				...suites,
 			],
-			{ cwd: REPO_ROOT, stdio: 'inherit', env: { ...process.env, COMPAT_PROFILE: profile, IMAGEPACK_TARBALL: tarball } },
+			{ cwd: REPO_ROOT, stdio: 'inherit', env: { ...process.env, COMPAT_PROFILE: profile, COMPAT_QUEUE: queue ? '1' : '0', IMAGEPACK_TARBALL: tarball } },
 		);
 		child.on('error', reject);
 		child.on('exit', (code, signal) => resolve(code ?? signal));
 	});
 }
 
+const queue = process.env.COMPAT_QUEUE !== '0';
 const started = Date.now();
 // Installs first, one after the other (each takes minutes and gigabytes): a failed install stops here.
-for (const profile of profiles) {
+// Queue mode's PostgreSQL client comes from the default profile's install (test/e2e/services.mjs).
+for (const profile of new Set([...profiles, ...(queue ? ['default'] : [])])) {
 	if (isInstalled(profile)) continue;
 	const begun = Date.now();
 	say(`installing ${describe(profile)}…`);

@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 
 import { GENERATE, assertErrorTexts, errorsScenario, modelCredential } from '../e2e/agent-scenarios.mjs';
-import { emulatorCredential, exampleWorkflows, startTestEmulator, waitFor } from '../e2e/fixtures.mjs';
+import { emulatorCredential, exampleWorkflows, loadExample, startTestEmulator, waitFor } from '../e2e/fixtures.mjs';
 import {
 	executeWorkflow,
 	importCredential,
@@ -58,6 +58,7 @@ const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
 const PICKER = { id: 'compatPickerCre1', name: 'Image Pack (picker account)', type: 'imagePackApi' };
 const OWNER = { email: 'owner@example.com', password: 'Compat-Test-Password-1' };
 /** The keys of a failed item's `error`, on every version and both Continue settings. */
+const BATCH_EXAMPLE = 'scheduled-batch-generation.json';
 const ERROR_KEYS = ['message', 'code', 'httpStatus', 'requestId', 'charge', 'sessionId', 'parameter', 'apiMessage'];
 /** Seconds from the trigger's activation to its first timed poll: after the REST tests, before long. */
 const FIRST_POLL_AFTER_S = Number(process.env.COMPAT_FIRST_POLL_AFTER_S ?? 20);
@@ -91,7 +92,7 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 		agent = agentWorkflow({ credential, model, known: shippedAiNodes(installPaths(profile).dir) });
 		const pickerCredential = { ...PICKER, data: { baseUrl: emulator.baseUrl, apiKey: key } };
 		await importCredential(userFolder.dir, [credential, pickerCredential, modelCredential(model)], options);
-		const workflows = [generateWorkflow(), ...ERROR_SETTINGS.map((setting) => errorsWorkflow(setting, fixture)), retryWorkflow()];
+		const workflows = [generateWorkflow(), ...ERROR_SETTINGS.map((setting) => errorsWorkflow(setting, fixture)), retryWorkflow(), { active: false, ...loadExample(BATCH_EXAMPLE) }];
 		if (!agent.missing.length) workflows.push(agent.workflow);
 		await importWorkflow(userFolder.dir, workflows.map((workflow) => withCredential(workflow, credential)), options);
 	});
@@ -227,13 +228,28 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 			}
 		});
 
+		it('the batch example: a product the account cannot pay for goes to Retry later with its facts, not to the results', async () => {
+			// Three products of 32 credits (two images each); 64 pays for two. Before the error item's shape
+			// was { error: { … } }, n8n before 2.36 sent the failed product to Save results.
+			const result = await execute('ipxBatchGenerate', { credits: 64 });
+			assert.ok(result.ok, result.stdout + result.stderr);
+			assert.deepEqual(result.nodeOutput('Save results').map((row) => row.json.sku), ['MUG-001', 'TOTE-002']);
+			const failed = result.nodeOutput('Retry later').map((row) => row.json);
+			assert.equal(failed.length, 1, JSON.stringify(failed));
+			assert.equal(failed[0].sku, 'LAMP-003');
+			assert.equal(failed[0].code, 'insufficient_credits');
+			assert.equal(failed[0].charge, 'not_charged');
+			assert.match(failed[0].request_id, /^req_/);
+			assert.match(failed[0].reason, /credits/i);
+		});
+
 		it('the AI Agent tool: a failing tool call’s text reaches the model', async (t) => {
 			if (agent.missing.length) return t.skip(`n8n ${version} lacks ${agent.missing.join(', ')}`);
 			if (agent.changed.length) t.diagnostic(`node versions fitted to n8n ${version}: ${agent.changed.join(', ')}`);
 			const result = await execute(WORKFLOW_IDS.agent, { credits: 5 });
 			assert.ok(result.ok, result.stdout + result.stderr);
 			const requests = model.forScenario('errors');
-			const { TOOL_DESCRIPTIONS } = await import('../../nodes/ImagePack/shared/tool.ts');
+			const { TOOL_DESCRIPTIONS } = await import('../../nodes/ImagePack/actions/tool.ts');
 			assert.equal(requests[0].tools.find((tool) => tool.name === GENERATE)?.description, TOOL_DESCRIPTIONS.generate);
 			const generations = await emulator.control.requests({ route: 'generate' });
 			await assertErrorTexts({ results: requests.at(-1).results, generations, emulator });
@@ -327,6 +343,19 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 			assert.deepEqual(emitted.map(triggerIds), [[fixture.mine, fixture.mugs.id], [late.id]]);
 			const state = (await readStaticData(userFolder.dir, triggerId, options))?.['node:Trigger'];
 			assert.ok(state?.cursor >= late.id, JSON.stringify(state));
+		});
+
+		it('after a restart the trigger goes on from its saved cursor: the next publication once, nothing twice', async () => {
+			await n8n.stop();
+			const next = await emulator.control.publish({ packId: 'pk_after_restart' });
+			n8n = await startN8n({ userFolder: userFolder.dir, profile, echo: !!process.env.E2E_ECHO, env: { N8N_SECURE_COOKIE: 'false' } });
+			const delivered = await waitFor(async () => {
+				const list = (await readExecutions(userFolder.dir, triggerId, options)).filter((e) => e.mode === 'trigger');
+				const ids = list.every(isFinished) ? list.flatMap(triggerIds) : [];
+				return ids.includes(next.id) && ids;
+			}, { timeoutMs: 150_000, intervalMs: 1000, what: 'a poll after the restart' });
+			assert.deepEqual([...delivered].sort((a, b) => a - b), [...new Set(delivered)].sort((a, b) => a - b), 'nothing delivered twice');
+			assert.equal(delivered.at(-1), next.id);
 		});
 	});
 });

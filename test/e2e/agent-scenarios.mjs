@@ -1,5 +1,5 @@
 /**
- * What the AI agent suites share (agent.test.mjs for n8n 2.41.1, n8n-v1.test.mjs for 1.x): the tool
+ * What the AI agent suites share (agent.test.mjs for n8n 2.41.1, test/compat/suite.test.mjs for every version): the tool
  * names the model sees for the chat example, model moves, the example wired to the emulator and the
  * scripted model, and the assertions on the error texts a model must receive.
  */
