@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import { installPaths, isInstalled } from '../e2e/n8n-install.mjs';
+import { NODE_RUNTIMES, ensureNodeRuntime, installPaths, isInstalled } from '../e2e/n8n-install.mjs';
 import { packPackage, publishWorkflow, REPO_ROOT, runCommand } from '../e2e/n8n.mjs';
 import {
 	elapsed,
@@ -95,8 +95,9 @@ describe(`installing the package in n8n ${version} (profile ${profile})`, { skip
 		const profileMajor = (paths.profile.node ?? process.versions.node).split('.')[0];
 
 		for (const major of ['20', '22', '24']) {
-			const runtime = runtimes.get(major);
-			it(`npm on Node ${major} lands the package alone`, { skip: !runtime && `no Node ${major} here (install the v2.20 or default profile)` }, async (t) => {
+			it(`npm on Node ${major} lands the package alone`, async (t) => {
+				// A major this machine and its n8n installs lack comes from the npm registry (about 30 MB, cached).
+				const runtime = runtimes.get(major) ?? { bin: await ensureNodeRuntime(NODE_RUNTIMES[major]), version: NODE_RUNTIMES[major], from: 'the npm registry' };
 				const dir = folder(`byhand-node${major}`);
 				const result = await installByHand({ registry, nodeBin: runtime.bin, dir });
 				t.diagnostic(`Node ${runtime.version} (${runtime.from}): exit ${result.code} in ${result.ms} ms`);

@@ -248,6 +248,35 @@ export async function ensureN8n(profileName = 'default', { force = false } = {})
 	});
 }
 
+/** The Node.js of each major the README's install is tried with (`npm run test:compat`). */
+export const NODE_RUNTIMES = { 20: '20.20.2', 22: '22.23.3', 24: '24.21.0' };
+
+/**
+ * A Node.js binary of `version` from the npm registry (`node-<platform>-<arch>`, about 30 MB), installed
+ * once into the cache beside the n8n installs. Returns the path of its `node`.
+ */
+export async function ensureNodeRuntime(version) {
+	const dir = path.join(cacheRoot(), `node-${version}`);
+	const nodePackage = `node-${process.platform}-${process.arch}`;
+	const bin = path.join(dir, 'node_modules', nodePackage, 'bin', 'node');
+	if (fs.existsSync(bin)) return bin;
+	fs.mkdirSync(path.dirname(dir), { recursive: true });
+	return withLock(`${dir}.lock`, async () => {
+		if (fs.existsSync(bin)) return bin;
+		const partial = `${dir}.partial`;
+		fs.rmSync(partial, { recursive: true, force: true });
+		fs.mkdirSync(partial, { recursive: true });
+		fs.writeFileSync(path.join(partial, 'package.json'), JSON.stringify({ name: `imagepack-node-${version}`, private: true }) + '\n');
+		const env = { ...process.env };
+		for (const key of Object.keys(env)) if (key.startsWith('npm_') && key !== 'npm_config_cache') delete env[key];
+		log(`installing ${nodePackage}@${version}…`);
+		await exec('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', `${nodePackage}@${version}`], { cwd: partial, env, quiet: true });
+		fs.rmSync(dir, { recursive: true, force: true });
+		fs.renameSync(partial, dir);
+		return bin;
+	});
+}
+
 function findNodeGyp() {
 	const candidates = [
 		path.join(path.dirname(path.dirname(process.execPath)), 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'),
