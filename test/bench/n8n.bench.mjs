@@ -280,6 +280,38 @@ export function profiling(cpuProfDir) {
 	return { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${path.resolve(cpuProfDir)}` };
 }
 
+/** Environments merged, their NODE_OPTIONS joined. */
+function withNodeOptions(...envs) {
+	const options = envs.map((e) => e.NODE_OPTIONS).filter(Boolean);
+	return Object.assign({}, ...envs, options.length ? { NODE_OPTIONS: options.join(' ') } : {});
+}
+
+/**
+ * `--n8n-prof=<dir>`: each measured batch run profiled on its own (n8n-profiler.cjs, preloaded into
+ * n8n): a CPU profile, sampled allocations (garbage included) and V8's collections by kind.
+ */
+function runProfiler(profDir) {
+	if (!profDir) return { env: {}, around: async (_label, _pid, work) => await work() };
+	const dir = path.resolve(profDir);
+	fs.mkdirSync(dir, { recursive: true });
+	const signal = async (pid, label, marker) => {
+		process.kill(pid, 'SIGUSR2');
+		await waitFor(`n8n's profiler (${marker})`, () => fs.existsSync(path.join(dir, `${label}.${marker}`)), 60_000);
+	};
+	return {
+		env: { BENCH_N8N_PROF_DIR: dir, NODE_OPTIONS: `--require ${path.join(import.meta.dirname, 'n8n-profiler.cjs')}` },
+		async around(label, pid, work) {
+			fs.writeFileSync(path.join(dir, 'next-label'), label);
+			await signal(pid, label, 'started');
+			try {
+				return await work();
+			} finally {
+				await signal(pid, label, 'done');
+			}
+		},
+	};
+}
+
 const APPROACHES = [
 	{ key: 'imagepack', label: 'Image Pack node' },
 	{ key: 'http', label: 'HTTP Request node' },
@@ -289,8 +321,9 @@ const APPROACHES = [
  * Scheduled batch in a running n8n: N items × concurrency c × both approaches, interleaved so that
  * the machine's load falls on both alike.
  */
-export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrencies, latencyMs, imageBytes, cpuProfDir }) {
+export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrencies, latencyMs, imageBytes, cpuProfDir, profDir }) {
 	const log = env.log;
+	const profiler = runProfiler(profDir);
 	const baseUrl = endpoints.realisticBaseUrl;
 	const fetchMs = {};
 	const bareCpuMs = {};
@@ -322,7 +355,7 @@ export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrenc
 		userFolder: user.dir,
 		echo: Boolean(process.env.BENCH_N8N_ECHO),
 		// N8N_METRICS: the V8 heap in use after each run (RSS also counts garbage not yet collected).
-		env: { N8N_DEFAULT_BINARY_DATA_MODE: 'filesystem', N8N_METRICS: 'true', N8N_LOG_LEVEL: process.env.BENCH_N8N_ECHO ? 'debug' : 'warn', ...profiling(cpuProfDir) },
+		env: { N8N_DEFAULT_BINARY_DATA_MODE: 'filesystem', N8N_METRICS: 'true', N8N_LOG_LEVEL: process.env.BENCH_N8N_ECHO ? 'debug' : 'warn', ...withNodeOptions(profiling(cpuProfDir), profiler.env) },
 	});
 	const pid = n8n.process.pid;
 	const binaryDir = path.join(user.n8nDir, 'storage');
@@ -361,12 +394,13 @@ export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrenc
 					fs.rmSync(binaryDir, { recursive: true, force: true });
 					await env.control.clearRequests();
 					await hostStats(baseUrl, true);
-					const cpuBefore = treeCpuMs(pid);
 					const startedAt = Date.now();
-					const started = performance.now();
-					const { value: response, peak, before } = await peakRss(pid, () => call(`${n8n.url}/webhook/${id}`, { method: 'POST', body: { items } }));
-					const wallMs = performance.now() - started;
-					const cpuMs = treeCpuMs(pid) - cpuBefore;
+					const { response, peak, before, wallMs, cpuMs } = await profiler.around(`${approach.key}-n${count}-c${c}`, pid, async () => {
+						const cpuBefore = treeCpuMs(pid);
+						const started = performance.now();
+						const run = await peakRss(pid, () => call(`${n8n.url}/webhook/${id}`, { method: 'POST', body: { items } }));
+						return { ...run, response: run.value, wallMs: performance.now() - started, cpuMs: treeCpuMs(pid) - cpuBefore };
+					});
 					// What the run left behind: RSS once it stops changing, and the heap in use then.
 					const settled = await settleRss(pid);
 					const heapAfter = await heapUsed(n8n.url);
@@ -498,7 +532,7 @@ function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareC
  * Everything `--n8n` measures. Options: quick (N = 20, 100), sizes / latencyMs overrides
  * (`--n8n-sizes=20,100`, `--n8n-latency=500`).
  */
-export async function benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts = ['batch', 'trigger', 'drain'], cpuProfDir, drain = {} }) {
+export async function benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts = ['batch', 'trigger', 'drain'], cpuProfDir, profDir, drain = {} }) {
 	const figures = [];
 	if (parts.includes('drain')) {
 		const { benchN8nDrain } = await import('./drain.bench.mjs');
@@ -531,6 +565,7 @@ export async function benchN8n(env, { endpoints, storage, quick, imageBytes, siz
 			concurrencies: concurrencies ?? [1, 8],
 			latencyMs: latencyMs ?? 500,
 			cpuProfDir,
+			profDir,
 		})),
 	);
 	return figures;
