@@ -4,7 +4,11 @@
 // <label>.cpuprofile (V8 CPU profile), <label>.heapprofile (sampled allocations, including objects
 // already collected: the garbage, not only what is still alive) and <label>.json (the process's own
 // CPU time and V8's garbage collections by kind over the run), then <label>.done.
-// Read them with `node test/bench/cpu-profile.mjs <file>`. CommonJS: it runs before n8n loads.
+// Read them with `node test/bench/cpu-profile.mjs <file>`. With BENCH_N8N_PROF_GC_ONLY set
+// (`--n8n-gc-stats=<dir>`) only <label>.json is written: no profiler slows the run down.
+// BENCH_N8N_TRACE_GC=1 also turns on V8's --trace-gc --trace-incremental-marking over each run (n8n's
+// stdout: add BENCH_N8N_ECHO=1 to see it), which says why each collection started.
+// CommonJS: it runs before n8n loads.
 'use strict';
 const fs = require('node:fs');
 const inspector = require('node:inspector');
@@ -12,6 +16,7 @@ const path = require('node:path');
 const { PerformanceObserver, constants } = require('node:perf_hooks');
 
 const dir = process.env.BENCH_N8N_PROF_DIR;
+const gcOnly = Boolean(process.env.BENCH_N8N_PROF_GC_ONLY);
 if (dir) {
 	const GC_KINDS = {
 		[constants.NODE_PERFORMANCE_GC_MINOR]: 'minor (scavenge)',
@@ -35,6 +40,13 @@ if (dir) {
 	});
 	async function start() {
 		const label = fs.readFileSync(path.join(dir, 'next-label'), 'utf8').trim();
+		if (!gcOnly) await startProfilers();
+		if (process.env.BENCH_N8N_TRACE_GC) require('node:v8').setFlagsFromString('--trace-gc --trace-incremental-marking');
+		run = { label, gc: {}, externalMemoryGcs: 0, cpu: process.cpuUsage(), started: performance.now() };
+		observer.observe({ entryTypes: ['gc'] });
+		fs.writeFileSync(path.join(dir, `${label}.started`), '');
+	}
+	async function startProfilers() {
 		if (!session) {
 			session = new inspector.Session();
 			session.connect();
@@ -49,10 +61,6 @@ if (dir) {
 			includeObjectsCollectedByMinorGC: true,
 		});
 		await post('Profiler.start');
-		if (process.env.BENCH_N8N_TRACE_GC) require('node:v8').setFlagsFromString('--trace-gc --trace-incremental-marking');
-		run = { label, gc: {}, externalMemoryGcs: 0, cpu: process.cpuUsage(), started: performance.now() };
-		observer.observe({ entryTypes: ['gc'] });
-		fs.writeFileSync(path.join(dir, `${label}.started`), '');
 	}
 	async function stop() {
 		const { label, gc, externalMemoryGcs } = run;
@@ -61,10 +69,12 @@ if (dir) {
 		run = undefined;
 		observer.disconnect();
 		if (process.env.BENCH_N8N_TRACE_GC) require('node:v8').setFlagsFromString('--no-trace-gc --no-trace-incremental-marking');
-		const { profile } = await post('Profiler.stop');
-		const { profile: heap } = await post('HeapProfiler.stopSampling');
-		fs.writeFileSync(path.join(dir, `${label}.cpuprofile`), JSON.stringify(profile));
-		fs.writeFileSync(path.join(dir, `${label}.heapprofile`), JSON.stringify(heap));
+		if (!gcOnly) {
+			const { profile } = await post('Profiler.stop');
+			const { profile: heap } = await post('HeapProfiler.stopSampling');
+			fs.writeFileSync(path.join(dir, `${label}.cpuprofile`), JSON.stringify(profile));
+			fs.writeFileSync(path.join(dir, `${label}.heapprofile`), JSON.stringify(heap));
+		}
 		const cpuMs = (cpu.user + cpu.system) / 1000;
 		fs.writeFileSync(path.join(dir, `${label}.json`), JSON.stringify({ label, wallMs, cpuMs, gc, externalMemoryGcs }, null, 1));
 		fs.writeFileSync(path.join(dir, `${label}.done`), '');
