@@ -171,7 +171,15 @@ function outputItems(
 	];
 }
 
-async function generateItem(run: Run, itemIndex: number, plan: ItemPlan) {
+/** What is left of an item once its generation is answered: downloads, links, output items. */
+type Finish = () => Promise<INodeExecutionData[]>;
+
+/** Generates an item; `turn` is what was paid for, `finish` the rest of the item. */
+async function generateItem(
+	run: Run,
+	itemIndex: number,
+	plan: ItemPlan,
+): Promise<{ turn: unknown; finish: Finish }> {
 	const { ctx, memory, replayed } = run;
 	const send = async () => await sendGeneration(run, itemIndex, plan);
 	// As a tool with an answer bound, the generation is held by the process (held.ts).
@@ -180,17 +188,37 @@ async function generateItem(run: Run, itemIndex: number, plan: ItemPlan) {
 		bound !== undefined
 			? await heldAnswer(ctx, itemIndex, plan, run.connection, bound, send)
 			: await answerFor(ctx, itemIndex, plan, memory, replayed, send);
-	if ('running' in answer) return [{ json: answer.running, pairedItem: { item: itemIndex } }];
+	if ('running' in answer) {
+		const running = [{ json: answer.running, pairedItem: { item: itemIndex } }];
+		return { turn: answer.running.turn_id, finish: async () => running };
+	}
 	const read = answer.unreadable
 		? { images: [], warnings: [], problems: [answer.unreadable] }
 		: readAnswer(answer.body, plan.request.body.n);
 	const result = resultOf(run, itemIndex, plan, answer, read);
-	const binaries = await downloadImages(run, itemIndex, plan, read.images, result);
-	// Links when the option says so, otherwise only as an agent's tool.
-	if (plan.options.imageLinks ?? run.asTool) {
-		await addImageLinks(ctx, run.connection, itemIndex, read.images, result);
-	}
-	return outputItems(itemIndex, result, read.images, binaries, plan.options.splitImages);
+	const finish = async () => {
+		const binaries = await downloadImages(run, itemIndex, plan, read.images, result);
+		// Links when the option says so, otherwise only as an agent's tool.
+		if (plan.options.imageLinks ?? run.asTool) {
+			await addImageLinks(ctx, run.connection, itemIndex, read.images, result);
+		}
+		return outputItems(itemIndex, result, read.images, binaries, plan.options.splitImages);
+	};
+	return { turn: result.turn_id, finish };
+}
+
+/** The items' downloads after the last generation, in input order; a failed item keeps its error. */
+async function finishLater(
+	ctx: IExecuteFunctions,
+	items: INodeExecutionData[],
+	failed: INodeExecutionData[],
+	later: Map<number, Finish>,
+) {
+	const errors = new Map(failed.map((item) => [(item.pairedItem as { item: number }).item, item]));
+	return await eachItem(ctx, items, async (itemIndex) => {
+		const error = errors.get(itemIndex);
+		return (await later.get(itemIndex)?.()) ?? (error ? [error] : []);
+	});
 }
 
 /** Says which items came from an earlier try instead of a request. */
@@ -240,6 +268,11 @@ export async function execute(
 		}
 	});
 	const first = plans.find((plan): plan is ItemPlan => !(plan instanceof Error));
+	const lanes = first?.options.concurrency ?? 1;
+	// One lane: downloads wait for the last generation at no cost in time, and back to back their
+	// buffers cost n8n's heap a full collection every ~10 items, not every 3-4 (docs/performance.md).
+	// More lanes: a download overlaps the other lanes' generations.
+	const later = lanes === 1 && items.length > 1 ? new Map<number, Finish>() : undefined;
 	const paid: string[] = [];
 	try {
 		const output = await eachItem(
@@ -248,15 +281,16 @@ export async function execute(
 			async (itemIndex) => {
 				const plan = plans[itemIndex];
 				if (plan instanceof Error) throw plan;
-				const output = await generateItem(run, itemIndex, plan);
-				const turn = output[0]?.json.turn_id;
+				const { turn, finish } = await generateItem(run, itemIndex, plan);
 				if (turn) paid.push(String(turn));
-				return output;
+				if (!later) return await finish();
+				later.set(itemIndex, finish);
+				return [];
 			},
-			first?.options.concurrency ?? 1,
+			lanes,
 		);
 		hintReplayed(this, run.replayed);
-		return output;
+		return later ? await finishLater(this, items, output, later) : output;
 	} catch (error) {
 		throw withPaidNote(this, error, paid);
 	}
