@@ -268,9 +268,12 @@ describe('Generate', () => {
 			items,
 			continueOnFail: true,
 		});
-		expect(output.map((item) => item.json.error && (item.json.error as IDataObject).code)).toEqual(
-			['internal_error', 'invalid_parameter', undefined, undefined],
-		);
+		expect(output.map((item) => item.json.error && (item.json.error as IDataObject).code)).toEqual([
+			'internal_error',
+			'invalid_parameter',
+			undefined,
+			undefined,
+		]);
 		expect(Object.keys(output[2].binary!)).toEqual(['image_0', 'image_1']);
 		expect(Object.keys(output[3].binary!)).toEqual(['image_0']);
 		expect(output.map((item) => item.pairedItem)).toEqual([0, 1, 2, 3].map((item) => ({ item })));
