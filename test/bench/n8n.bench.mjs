@@ -11,6 +11,7 @@
 // (pagination) + Code (dedupe in static data) + HTTP Request (details), in a running n8n.
 import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 
 import { createUserFolder, importCredential, importWorkflow, packPackage, publishWorkflow, querySqlite, startN8n } from '../e2e/n8n.mjs';
@@ -273,6 +274,30 @@ function httpRequestBatch(id, c, baseUrl, latencyMs, fetchIntervalMs) {
 	]);
 }
 
+/**
+ * The same requests in Generate's order: Loop Over Items hands c items at a time to HTTP Request POST
+ * /generate, Split Out images and HTTP Request GET (Response Format File), then loops.
+ */
+function httpRequestLoop(id, c, baseUrl) {
+	const batch = httpRequestBatch(id, c, baseUrl, 0, 0);
+	const [webhook, products, generate, images, download] = batch.nodes;
+	for (const step of [generate, download]) delete step.parameters.options.batching;
+	const loop = node('Loop Over Items', 'n8n-nodes-base.splitInBatches', 3, { batchSize: c, options: {} });
+	const done = node('Done', 'n8n-nodes-base.noOp', 1, {});
+	const nodes = [webhook, products, loop, generate, images, download, done].map((n, index) => ({ ...n, position: [index * 240, 0] }));
+	const to = (name) => [{ node: name, type: 'main', index: 0 }];
+	const connections = {
+		[webhook.name]: { main: [to(products.name)] },
+		[products.name]: { main: [to(loop.name)] },
+		// Loop Over Items: output 0 when every batch is done, output 1 for the next batch.
+		[loop.name]: { main: [to(done.name), to(generate.name)] },
+		[generate.name]: { main: [to(images.name)] },
+		[images.name]: { main: [to(download.name)] },
+		[download.name]: { main: [to(loop.name)] },
+	};
+	return { ...batch, name: `bench: HTTP Request in Loop Over Items, c=${c}`, nodes, connections };
+}
+
 /** `--n8n-cpu-prof=<dir>`: n8n (and its task runner) write V8 CPU profiles there when they exit; read them with cpu-profile.mjs. */
 export function profiling(cpuProfDir) {
 	if (!cpuProfDir) return {};
@@ -280,17 +305,68 @@ export function profiling(cpuProfDir) {
 	return { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${path.resolve(cpuProfDir)}` };
 }
 
+/** Environments merged, their NODE_OPTIONS joined. */
+function withNodeOptions(...envs) {
+	const options = envs.map((e) => e.NODE_OPTIONS).filter(Boolean);
+	return Object.assign({}, ...envs, options.length ? { NODE_OPTIONS: options.join(' ') } : {});
+}
+
+/**
+ * `--n8n-prof=<dir>`: each measured batch run profiled on its own (n8n-profiler.cjs, preloaded into
+ * n8n): a CPU profile, sampled allocations (garbage included) and V8's collections by kind.
+ * `--n8n-gc-stats=<dir>`: only the collections and the process's CPU, without profiling.
+ */
+function runProfiler(profDir, gcOnly = false) {
+	if (!profDir) return { env: {}, around: async (_label, _pid, work) => await work(), gc: () => undefined };
+	const dir = path.resolve(profDir);
+	fs.mkdirSync(dir, { recursive: true });
+	const signal = async (pid, label, marker) => {
+		process.kill(pid, 'SIGUSR2');
+		await waitFor(`n8n's profiler (${marker})`, () => fs.existsSync(path.join(dir, `${label}.${marker}`)), 60_000);
+	};
+	return {
+		env: {
+			BENCH_N8N_PROF_DIR: dir,
+			...(gcOnly ? { BENCH_N8N_PROF_GC_ONLY: '1' } : {}),
+			NODE_OPTIONS: `--require ${path.join(import.meta.dirname, 'n8n-profiler.cjs')}`,
+		},
+		/** V8's collections over a run: { 'major (mark-compact)': { count, ms }, … }. */
+		gc: (label) => JSON.parse(fs.readFileSync(path.join(dir, `${label}.json`), 'utf8')).gc,
+		async around(label, pid, work) {
+			fs.writeFileSync(path.join(dir, 'next-label'), label);
+			await signal(pid, label, 'started');
+			try {
+				return await work();
+			} finally {
+				await signal(pid, label, 'done');
+			}
+		},
+	};
+}
+
 const APPROACHES = [
-	{ key: 'imagepack', label: 'Image Pack node' },
-	{ key: 'http', label: 'HTTP Request node' },
+	{ key: 'imagepack', label: 'Image Pack node', workflow: (c) => `benchImagePackC${c}` },
+	{ key: 'http', label: 'HTTP Request node', workflow: (c) => `benchHttpRequestC${c}` },
+	// n8n's own nodes in Generate's order: each batch of c items generated, then downloaded, then the
+	// next (Loop Over Items). n8n runs a node over all its items before the next node, so the plain
+	// HTTP Request build stores its files back to back at the end; this one stores them spread out, one
+	// batch per generate latency, as Generate does: n8n's cost per item in that order.
+	{ key: 'loop', label: 'HTTP Request node in Loop Over Items', workflow: (c) => `benchHttpLoopC${c}`, floor: true },
 ];
+
+/** BENCH_N8N_ONLY=imagepack,http: only these approaches (all when unset). */
+const wantedApproach = (key) => !process.env.BENCH_N8N_ONLY || process.env.BENCH_N8N_ONLY.split(',').includes(key);
+
+/** The 1-minute load average, to print beside a CPU figure taken on a shared machine. */
+const loadAverage = () => os.loadavg()[0];
 
 /**
  * Scheduled batch in a running n8n: N items × concurrency c × both approaches, interleaved so that
  * the machine's load falls on both alike.
  */
-export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrencies, latencyMs, imageBytes, cpuProfDir }) {
+export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrencies, latencyMs, imageBytes, cpuProfDir, profDir, gcStatsDir }) {
 	const log = env.log;
+	const profiler = runProfiler(profDir ?? gcStatsDir, !profDir);
 	const baseUrl = endpoints.realisticBaseUrl;
 	const fetchMs = {};
 	const bareCpuMs = {};
@@ -313,7 +389,11 @@ export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrenc
 	const FLOOR = 'benchFloor';
 	const workflows = [floorBatch(FLOOR)];
 	for (const c of concurrencies) {
-		workflows.push(imagePackBatch(`benchImagePackC${c}`, c), httpRequestBatch(`benchHttpRequestC${c}`, c, baseUrl, latencyMs, Math.max(1, Math.ceil(fetchMs[c]))));
+		workflows.push(
+			imagePackBatch(`benchImagePackC${c}`, c),
+			httpRequestBatch(`benchHttpRequestC${c}`, c, baseUrl, latencyMs, Math.max(1, Math.ceil(fetchMs[c]))),
+			httpRequestLoop(`benchHttpLoopC${c}`, c, baseUrl),
+		);
 	}
 	await importWorkflow(user.dir, workflows);
 	for (const workflow of workflows) await publishWorkflow(user.dir, workflow.id);
@@ -322,7 +402,7 @@ export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrenc
 		userFolder: user.dir,
 		echo: Boolean(process.env.BENCH_N8N_ECHO),
 		// N8N_METRICS: the V8 heap in use after each run (RSS also counts garbage not yet collected).
-		env: { N8N_DEFAULT_BINARY_DATA_MODE: 'filesystem', N8N_METRICS: 'true', N8N_LOG_LEVEL: process.env.BENCH_N8N_ECHO ? 'debug' : 'warn', ...profiling(cpuProfDir) },
+		env: { N8N_DEFAULT_BINARY_DATA_MODE: 'filesystem', N8N_METRICS: 'true', N8N_LOG_LEVEL: process.env.BENCH_N8N_ECHO ? 'debug' : 'warn', ...withNodeOptions(profiling(cpuProfDir), profiler.env) },
 	});
 	const pid = n8n.process.pid;
 	const binaryDir = path.join(user.n8nDir, 'storage');
@@ -355,18 +435,23 @@ export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrenc
 			floors[count] = floorRuns.sort((a, b) => a - b)[1]; // the median of three
 			log(`n8n batch: N=${count}, n8n's floor (webhook → Split Out → No Op) ${floors[count].toFixed(0)} ms`);
 			for (const c of concurrencies) {
-				for (const approach of APPROACHES.filter((a) => !process.env.BENCH_N8N_ONLY || a.key === process.env.BENCH_N8N_ONLY)) {
-					const id = approach.key === 'imagepack' ? `benchImagePackC${c}` : `benchHttpRequestC${c}`;
+				for (const approach of APPROACHES.filter((a) => wantedApproach(a.key))) {
+					const id = approach.workflow(c);
 					log(`n8n batch: N=${count}, c=${c}, ${approach.label}`);
 					fs.rmSync(binaryDir, { recursive: true, force: true });
 					await env.control.clearRequests();
 					await hostStats(baseUrl, true);
-					const cpuBefore = treeCpuMs(pid);
 					const startedAt = Date.now();
-					const started = performance.now();
-					const { value: response, peak, before } = await peakRss(pid, () => call(`${n8n.url}/webhook/${id}`, { method: 'POST', body: { items } }));
-					const wallMs = performance.now() - started;
-					const cpuMs = treeCpuMs(pid) - cpuBefore;
+					const loadBefore = loadAverage();
+					const label = `${approach.key}-n${count}-c${c}`;
+					const { response, peak, before, wallMs, cpuMs } = await profiler.around(label, pid, async () => {
+						const cpuBefore = treeCpuMs(pid);
+						const started = performance.now();
+						const run = await peakRss(pid, () => call(`${n8n.url}/webhook/${id}`, { method: 'POST', body: { items } }));
+						return { ...run, response: run.value, wallMs: performance.now() - started, cpuMs: treeCpuMs(pid) - cpuBefore };
+					});
+					const load = [loadBefore, loadAverage()];
+					const gc = profiler.gc(label);
 					// What the run left behind: RSS once it stops changing, and the heap in use then.
 					const settled = await settleRss(pid);
 					const heapAfter = await heapUsed(n8n.url);
@@ -379,15 +464,16 @@ export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrenc
 						log(`  generations arrived at +${offsets.join(', +')} ms; the webhook answered at +${Math.round(wallMs)} ms`);
 					}
 					const binaryBytes = folderBytes(binaryDir);
-					const result = { approach: approach.key, count, c, wallMs, cpuMs, peak, before, settled, heapAfter, host, generates, binaryBytes, status: response.status };
+					const result = { approach: approach.key, count, c, wallMs, cpuMs, load, gc, peak, before, settled, heapAfter, host, generates, binaryBytes, status: response.status };
 					if (response.status !== 200 || generates !== count || host.signedFile !== count) {
 						result.problem = `HTTP ${response.status}, ${generates} generates and ${host.signedFile} signed-link downloads for ${count} items ${response.text.slice(0, 300)}`;
 						log(`n8n batch: ${result.problem}`);
 					}
 					log(
-						`  wall ${(wallMs / 1000).toFixed(1)} s, CPU ${(cpuMs / count).toFixed(1)} ms per item, peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB (before ${(before / 2 ** 20).toFixed(0)}, settled after ${(settled / 2 ** 20).toFixed(0)}), ` +
+						`  wall ${(wallMs / 1000).toFixed(1)} s, CPU ${(cpuMs / count).toFixed(1)} ms per item (load average ${load.map((l) => l.toFixed(1)).join(' → ')}), peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB (before ${(before / 2 ** 20).toFixed(0)}, settled after ${(settled / 2 ** 20).toFixed(0)}), ` +
 							`heap in use after ${(heapAfter / 2 ** 20).toFixed(0)} MiB, ` +
-							`${host.requests} requests on ${host.connections} connections, ${(binaryBytes / 2 ** 20).toFixed(0)} MiB binary data`,
+							`${host.requests} requests on ${host.connections} connections, ${(binaryBytes / 2 ** 20).toFixed(0)} MiB binary data` +
+							(gc ? `; V8 collections: ${Object.entries(gc).map(([kind, { count: n, ms }]) => `${n} ${kind} (${ms.toFixed(0)} ms)`).join(', ')}` : ''),
 					);
 					results.push(result);
 				}
@@ -409,6 +495,8 @@ function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareC
 		"Batch in n8n: ideal = n8n's floor for N items (the same webhook and Split Out into a No Op, measured in the same run) + " +
 		`ceil(N / c) × (generate latency + a bare client's 302 + signed-link fetch of c ${mib} MiB images at once, piped to disk: ${concurrencies.map((c) => `${fetchMs[c].toFixed(1)} ms at c = ${c}`).join(', ')}). ` +
 		'HTTP Request = Split Out → HTTP Request POST /generate (Batching: c per batch, interval = the generate latency) → Split Out images → HTTP Request GET (Response Format File, Batching c per batch). ' +
+		"Loop Over Items = n8n's own nodes in Generate's order: Loop Over Items (c per batch) → HTTP Request POST /generate → Split Out images → HTTP Request GET (File) → loop; each batch's files are stored before the next batch is generated. " +
+		'CPU = user + system time of the n8n process and its task runner over the run; load = the 1-minute load average at the start → end of each run (a shared machine inflates CPU time). ' +
 		'Peak RSS = the n8n process\'s kernel high-water mark over the run (reset before it). Requests and TCP connections are counted at the file host in front of the emulator.';
 	const find = (approach, count, c) => results.find((r) => r.approach === approach && r.count === count && r.c === c);
 	for (const count of sizes) {
@@ -417,20 +505,65 @@ function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareC
 	for (const c of concurrencies) {
 		for (const count of sizes) {
 			const ideal = floors[count] + Math.ceil(count / c) * (latencyMs + fetchMs[c]);
-			for (const { key, label } of APPROACHES) {
+			for (const { key, label, floor } of APPROACHES) {
 				const r = find(key, count, c);
 				if (!r) continue;
 				const broken = r.problem ? ` — FAILED: ${r.problem}` : '';
+				const target = floor ? { target: '—' } : { maxRatio: 1.1 };
+				figures.push(figure({ group, figure: `N=${count}, c=${c}, ${label}: wall time${broken}`, measured: r.wallMs, ideal, unit: 'ms', ...target, note }));
+			}
+		}
+	}
+	// n8n's CPU per item, both builds side by side (and n8n's own nodes in Generate's order), with the load.
+	const cpuOf = (r) => `${(r.cpuMs / r.count).toFixed(0)} ms (load ${r.load.map((l) => l.toFixed(1)).join('→')})`;
+	for (const c of concurrencies) {
+		for (const count of sizes) {
+			const [own, http, loop] = ['imagepack', 'http', 'loop'].map((key) => find(key, count, c));
+			if (!own) continue;
+			if (http) {
 				figures.push(
-					figure({ group, figure: `N=${count}, c=${c}, ${label}: wall time${broken}`, measured: r.wallMs, ideal, unit: 'ms', maxRatio: 1.1, note }),
+					figure({
+						group,
+						figure: `N=${count}, c=${c}: CPU of n8n per item, Image Pack ${cpuOf(own)} vs HTTP Request build ${cpuOf(http)}`,
+						measured: own.cpuMs / count,
+						ideal: http.cpuMs / count,
+						unit: 'ms',
+						maxRatio: 1,
+						target: '≤ HTTP Request build',
+					}),
+				);
+			}
+			const majors = (r) => r.gc?.['major (mark-compact)']?.count ?? 0;
+			if (http && own.gc && http.gc) {
+				figures.push(
+					figure({
+						group,
+						figure: `N=${count}, c=${c}: V8 mark-compact collections of n8n's heap per item, Image Pack vs HTTP Request build${loop?.gc ? ` (Loop Over Items: ${(majors(loop) / count).toFixed(2)})` : ''}`,
+						measured: majors(own) / count,
+						ideal: majors(http) / count,
+						unit: '',
+						target: '—',
+					}),
+				);
+			}
+			if (loop) {
+				figures.push(
+					figure({
+						group,
+						figure: `N=${count}, c=${c}: CPU of n8n per item, Image Pack vs n8n's own nodes in Generate's order (Loop Over Items) ${cpuOf(loop)}`,
+						measured: own.cpuMs / count,
+						ideal: loop.cpuMs / count,
+						unit: 'ms',
+						target: '—',
+					}),
 				);
 			}
 		}
 	}
-	for (const { key, label } of APPROACHES) {
+	for (const { key, label, floor } of APPROACHES) {
 		for (const c of concurrencies) {
 			const series = sizes.map((count) => find(key, count, c)).filter(Boolean);
-			if (!series.length) continue;
+			if (!series.length || floor) continue;
 			const first = series[0];
 			const last = series.at(-1);
 			figures.push(
@@ -498,7 +631,7 @@ function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareC
  * Everything `--n8n` measures. Options: quick (N = 20, 100), sizes / latencyMs overrides
  * (`--n8n-sizes=20,100`, `--n8n-latency=500`).
  */
-export async function benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts = ['batch', 'trigger', 'drain'], cpuProfDir, drain = {} }) {
+export async function benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts = ['batch', 'trigger', 'drain'], cpuProfDir, profDir, gcStatsDir, drain = {} }) {
 	const figures = [];
 	if (parts.includes('drain')) {
 		const { benchN8nDrain } = await import('./drain.bench.mjs');
@@ -531,6 +664,8 @@ export async function benchN8n(env, { endpoints, storage, quick, imageBytes, siz
 			concurrencies: concurrencies ?? [1, 8],
 			latencyMs: latencyMs ?? 500,
 			cpuProfDir,
+			profDir,
+			gcStatsDir,
 		})),
 	);
 	return figures;

@@ -259,6 +259,29 @@ describe('Generate', () => {
 		// Four requests were in flight at once: the fourth arrived before the first answered.
 		expect(requests[3].at - requests[0].at).toBeLessThan(150);
 	});
+
+	it('one lane: every download after the last generation, output in input order, errors in place', async () => {
+		await emulator.control.setCredits(emulator.accountId, 1_000_000);
+		await emulator.control.setGenerationBehaviour({ fail: true, count: 1 });
+		const items = [1, 3, 2, 1].map((n) => ({ json: { n } }));
+		const output = await run(generate({ n: '={{ $json.n }}', options: { concurrency: 1 } }), {
+			items,
+			continueOnFail: true,
+		});
+		expect(output.map((item) => item.json.error && (item.json.error as IDataObject).code)).toEqual([
+			'internal_error',
+			'invalid_parameter',
+			undefined,
+			undefined,
+		]);
+		expect(Object.keys(output[2].binary!)).toEqual(['image_0', 'image_1']);
+		expect(Object.keys(output[3].binary!)).toEqual(['image_0']);
+		expect(output.map((item) => item.pairedItem)).toEqual([0, 1, 2, 3].map((item) => ({ item })));
+		const sequence = (await emulator.control.requests({ listener: 'api' }))
+			.filter((request) => request.route === 'generate' || request.route === 'file')
+			.map((request) => request.route);
+		expect(sequence).toEqual(['generate', 'generate', 'generate', 'file', 'file', 'file']);
+	});
 });
 
 describe('Generate: the credential', () => {

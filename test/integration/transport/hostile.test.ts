@@ -470,6 +470,27 @@ describe('Stop: the execution’s cancel signal ends every wait', () => {
 		}).catch((caught: Failure) => caught);
 		expect((error as Failure).message).toMatch(/stopped/);
 	});
+
+	it('Generate with one lane: a Stop during the downloads after the generations ends them', async () => {
+		const stop = new AbortController();
+		api.script(GENERATE, (_request, reply) => reply.send(okGeneration(1)));
+		api.script('GET /api/file/a_0.png', (_request, reply) => {
+			reply.hijack();
+			reply.raw.writeHead(200, { 'content-type': 'image/png' });
+			reply.raw.write(Buffer.alloc(1000));
+			stop.abort();
+		});
+		const error = await runNode({
+			nodeType: new ImagePack(),
+			parameters: generate({ options: { concurrency: 1 } }),
+			items: [{ json: {} }, { json: {} }, { json: {} }],
+			credentials: { baseUrl: api.url, apiKey: KEY },
+			abortSignal: stop.signal,
+		}).catch((caught: Failure) => caught);
+		expect((error as Failure).message).toMatch(/stopped/);
+		// Every generation first, then one download, cut off: no further one starts.
+		expect(api.seen.map((request) => request.method)).toEqual(['POST', 'POST', 'POST', 'GET']);
+	});
 });
 
 async function waitUntil(check: () => boolean) {

@@ -45,7 +45,15 @@ async function send({ ctx, connection, itemIndex, plan: { request, options } }: 
 	}
 }
 
-async function generateItem(run: Run, itemIndex: number, plan: ItemPlan) {
+/** What is left of an item once its generation is answered: downloads, links, output items. */
+type Finish = () => Promise<INodeExecutionData[]>;
+
+/** Generates an item: `turn` is what was paid for, `finish` the rest of the item. */
+async function generateItem(
+	run: Run,
+	itemIndex: number,
+	plan: ItemPlan,
+): Promise<{ turn: unknown; finish: Finish }> {
 	const item: ItemRun = { ...run, itemIndex, plan };
 	// As a tool with an answer bound: join the generation this process holds, or start it.
 	// Otherwise: what an earlier try of this execution got, or a new send.
@@ -54,9 +62,26 @@ async function generateItem(run: Run, itemIndex: number, plan: ItemPlan) {
 		bound !== undefined
 			? await heldAnswer(item, bound, async () => await send(item))
 			: await answerFor(item, run.memory, async () => await send(item));
-	if ('running' in answer) return [{ json: answer.running, pairedItem: { item: itemIndex } }];
+	if ('running' in answer) {
+		const running = [{ json: answer.running, pairedItem: { item: itemIndex } }];
+		return { turn: answer.running.turn_id, finish: async () => running };
+	}
 	if ('replayed' in answer) run.replayed.push(itemIndex);
-	return await outputOf(item, answer);
+	return outputOf(item, answer);
+}
+
+/** The items' downloads after the last generation, in input order; a failed item keeps its error. */
+async function finishLater(
+	ctx: IExecuteFunctions,
+	items: INodeExecutionData[],
+	failed: INodeExecutionData[],
+	later: Map<number, Finish>,
+) {
+	const errors = new Map(failed.map((item) => [(item.pairedItem as { item: number }).item, item]));
+	return await eachItem(ctx, items, async (itemIndex) => {
+		const error = errors.get(itemIndex);
+		return (await later.get(itemIndex)?.()) ?? (error ? [error] : []);
+	});
 }
 
 /** Says which items came from an earlier try instead of a request. */
@@ -104,6 +129,11 @@ export async function execute(
 		}
 	});
 	const first = plans.find((plan): plan is ItemPlan => !(plan instanceof Error));
+	const lanes = first?.options.concurrency ?? 1;
+	// One lane: downloads wait for the last generation at no cost in time, and back to back their
+	// buffers cost n8n's heap a full collection every ~10 items, not every 3-4 (docs/performance.md).
+	// More lanes: a download overlaps the other lanes' generations.
+	const later = lanes === 1 && items.length > 1 ? new Map<number, Finish>() : undefined;
 	const paid: string[] = [];
 	try {
 		const output = await eachItem(
@@ -112,15 +142,16 @@ export async function execute(
 			async (itemIndex) => {
 				const plan = plans[itemIndex];
 				if (plan instanceof Error) throw plan;
-				const output = await generateItem(run, itemIndex, plan);
-				const turn = output[0]?.json.turn_id;
+				const { turn, finish } = await generateItem(run, itemIndex, plan);
 				if (turn) paid.push(String(turn));
-				return output;
+				if (!later) return await finish();
+				later.set(itemIndex, finish);
+				return [];
 			},
-			first?.options.concurrency ?? 1,
+			lanes,
 		);
 		hintReplayed(this, run.replayed);
-		return output;
+		return later ? await finishLater(this, items, output, later) : output;
 	} catch (error) {
 		throw withPaidNote(this, error, paid);
 	}

@@ -231,18 +231,24 @@ function outputItems(
 	];
 }
 
-/** The item's output: the answer read, its images downloaded and linked as the options say. */
-export async function outputOf(
+/**
+ * The item's output: the answer read now; `finish` downloads and links its images as the options say
+ * and makes its output items (execute.ts decides when). `turn` is the paid turn, if any.
+ */
+export function outputOf(
 	item: ItemRun,
 	answer: Answer<GenerateResponse>,
-): Promise<INodeExecutionData[]> {
+): { turn: unknown; finish: () => Promise<INodeExecutionData[]> } {
 	const { options, request } = item.plan;
 	const read = answer.unreadable
 		? { images: [], warnings: [], problems: [answer.unreadable] }
 		: readAnswer(answer.body, request.body.n);
 	const result = resultOf(item, answer, read);
-	const binaries = await downloadImages(item, read.images, result);
-	// Links when the option says so, otherwise only as an agent's tool.
-	if (options.imageLinks ?? item.asTool) await addImageLinks(item, read.images, result);
-	return outputItems(item.itemIndex, result, read.images, binaries, options.splitImages);
+	const finish = async () => {
+		const binaries = await downloadImages(item, read.images, result);
+		// Links when the option says so, otherwise only as an agent's tool.
+		if (options.imageLinks ?? item.asTool) await addImageLinks(item, read.images, result);
+		return outputItems(item.itemIndex, result, read.images, binaries, options.splitImages);
+	};
+	return { turn: result.turn_id, finish };
 }

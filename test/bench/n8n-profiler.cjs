@@ -1,0 +1,86 @@
+// Preloaded into n8n (`NODE_OPTIONS=--require <this file>`) by `npm run bench -- --n8n
+// --n8n-prof=<dir>`: profiles one measured run at a time, not n8n's start. The bench writes the run's
+// label to <dir>/next-label and sends SIGUSR2 to start; a second SIGUSR2 stops and writes
+// <label>.cpuprofile (V8 CPU profile), <label>.heapprofile (sampled allocations, including objects
+// already collected: the garbage, not only what is still alive) and <label>.json (the process's own
+// CPU time and V8's garbage collections by kind over the run), then <label>.done.
+// Read them with `node test/bench/cpu-profile.mjs <file>`. With BENCH_N8N_PROF_GC_ONLY set
+// (`--n8n-gc-stats=<dir>`) only <label>.json is written: no profiler slows the run down.
+// BENCH_N8N_TRACE_GC=1 also turns on V8's --trace-gc --trace-incremental-marking over each run (n8n's
+// stdout: add BENCH_N8N_ECHO=1 to see it), which says why each collection started.
+// CommonJS: it runs before n8n loads.
+'use strict';
+const fs = require('node:fs');
+const inspector = require('node:inspector');
+const path = require('node:path');
+const { PerformanceObserver, constants } = require('node:perf_hooks');
+
+const dir = process.env.BENCH_N8N_PROF_DIR;
+const gcOnly = Boolean(process.env.BENCH_N8N_PROF_GC_ONLY);
+if (dir) {
+	const GC_KINDS = {
+		[constants.NODE_PERFORMANCE_GC_MINOR]: 'minor (scavenge)',
+		[constants.NODE_PERFORMANCE_GC_MAJOR]: 'major (mark-compact)',
+		[constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental marking',
+		[constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weak callbacks',
+	};
+	let session;
+	let run;
+	const post = (method, params) =>
+		new Promise((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))));
+	const observer = new PerformanceObserver((list) => {
+		if (!run) return;
+		for (const entry of list.getEntries()) {
+			const kind = GC_KINDS[entry.detail?.kind] ?? `kind ${entry.detail?.kind}`;
+			const row = (run.gc[kind] ??= { count: 0, ms: 0 });
+			row.count++;
+			row.ms += entry.duration;
+			if (entry.detail?.flags & constants.NODE_PERFORMANCE_GC_FLAGS_ALL_EXTERNAL_MEMORY) run.externalMemoryGcs++;
+		}
+	});
+	async function start() {
+		const label = fs.readFileSync(path.join(dir, 'next-label'), 'utf8').trim();
+		if (!gcOnly) await startProfilers();
+		if (process.env.BENCH_N8N_TRACE_GC) require('node:v8').setFlagsFromString('--trace-gc --trace-incremental-marking');
+		run = { label, gc: {}, externalMemoryGcs: 0, cpu: process.cpuUsage(), started: performance.now() };
+		observer.observe({ entryTypes: ['gc'] });
+		fs.writeFileSync(path.join(dir, `${label}.started`), '');
+	}
+	async function startProfilers() {
+		if (!session) {
+			session = new inspector.Session();
+			session.connect();
+		}
+		await post('Profiler.enable');
+		await post('Profiler.setSamplingInterval', { interval: 500 });
+		await post('HeapProfiler.enable');
+		// Every 16 KiB allocated, one sample; collected objects stay in the profile.
+		await post('HeapProfiler.startSampling', {
+			samplingInterval: 16384,
+			includeObjectsCollectedByMajorGC: true,
+			includeObjectsCollectedByMinorGC: true,
+		});
+		await post('Profiler.start');
+	}
+	async function stop() {
+		const { label, gc, externalMemoryGcs } = run;
+		const cpu = process.cpuUsage(run.cpu);
+		const wallMs = performance.now() - run.started;
+		run = undefined;
+		observer.disconnect();
+		if (process.env.BENCH_N8N_TRACE_GC) require('node:v8').setFlagsFromString('--no-trace-gc --no-trace-incremental-marking');
+		if (!gcOnly) {
+			const { profile } = await post('Profiler.stop');
+			const { profile: heap } = await post('HeapProfiler.stopSampling');
+			fs.writeFileSync(path.join(dir, `${label}.cpuprofile`), JSON.stringify(profile));
+			fs.writeFileSync(path.join(dir, `${label}.heapprofile`), JSON.stringify(heap));
+		}
+		const cpuMs = (cpu.user + cpu.system) / 1000;
+		fs.writeFileSync(path.join(dir, `${label}.json`), JSON.stringify({ label, wallMs, cpuMs, gc, externalMemoryGcs }, null, 1));
+		fs.writeFileSync(path.join(dir, `${label}.done`), '');
+	}
+	let busy = Promise.resolve();
+	process.on('SIGUSR2', () => {
+		busy = busy.then(() => (run ? stop() : start())).catch((error) => process.stderr.write(`n8n-profiler: ${error.stack}\n`));
+	});
+}
