@@ -8,6 +8,9 @@
 // (`--n8n-gc-stats=<dir>`) only <label>.json is written: no profiler slows the run down.
 // BENCH_N8N_TRACE_GC=1 also turns on V8's --trace-gc --trace-incremental-marking over each run (n8n's
 // stdout: add BENCH_N8N_ECHO=1 to see it), which says why each collection started.
+// Every run starts with a full collection, before its CPU is counted: otherwise the garbage the previous
+// run left, and the heap limit V8 set from its allocation rate, fall on the next build's CPU
+// (BENCH_N8N_NO_COLLECT=1 to leave the heap as it is).
 // CommonJS: it runs before n8n loads.
 'use strict';
 const fs = require('node:fs');
@@ -31,6 +34,7 @@ if (dir) {
 	const observer = new PerformanceObserver((list) => {
 		if (!run) return;
 		for (const entry of list.getEntries()) {
+			if (entry.startTime < run.started) continue; // the collection that started the run
 			const kind = GC_KINDS[entry.detail?.kind] ?? `kind ${entry.detail?.kind}`;
 			const row = (run.gc[kind] ??= { count: 0, ms: 0 });
 			row.count++;
@@ -38,8 +42,17 @@ if (dir) {
 			if (entry.detail?.flags & constants.NODE_PERFORMANCE_GC_FLAGS_ALL_EXTERNAL_MEMORY) run.externalMemoryGcs++;
 		}
 	});
+	let collect;
 	async function start() {
 		const label = fs.readFileSync(path.join(dir, 'next-label'), 'utf8').trim();
+		if (!process.env.BENCH_N8N_NO_COLLECT) {
+			// Set here, not at load: only n8n's main process (the one signalled) gets a `gc`.
+			if (!collect) {
+				require('node:v8').setFlagsFromString('--expose-gc');
+				collect = require('node:vm').runInNewContext('gc');
+			}
+			collect();
+		}
 		if (!gcOnly) await startProfilers();
 		if (process.env.BENCH_N8N_TRACE_GC) require('node:v8').setFlagsFromString('--trace-gc --trace-incremental-marking');
 		run = { label, gc: {}, externalMemoryGcs: 0, cpu: process.cpuUsage(), started: performance.now() };

@@ -364,9 +364,10 @@ const loadAverage = () => os.loadavg()[0];
  * Scheduled batch in a running n8n: N items × concurrency c × both approaches, interleaved so that
  * the machine's load falls on both alike.
  */
-export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrencies, latencyMs, imageBytes, cpuProfDir, profDir, gcStatsDir }) {
+export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrencies, latencyMs, imageBytes, cpuProfDir, profDir, gcStatsDir, runs = 3 }) {
 	const log = env.log;
-	const profiler = runProfiler(profDir ?? gcStatsDir, !profDir);
+	// Always preloaded: every run starts from a collected heap and counts V8's collections.
+	const profiler = runProfiler(profDir ?? gcStatsDir ?? fs.mkdtempSync(path.join(storage, 'gc-')), !profDir);
 	const baseUrl = endpoints.realisticBaseUrl;
 	const fetchMs = {};
 	const bareCpuMs = {};
@@ -435,47 +436,54 @@ export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrenc
 			floors[count] = floorRuns.sort((a, b) => a - b)[1]; // the median of three
 			log(`n8n batch: N=${count}, n8n's floor (webhook → Split Out → No Op) ${floors[count].toFixed(0)} ms`);
 			for (const c of concurrencies) {
-				for (const approach of APPROACHES.filter((a) => wantedApproach(a.key))) {
-					const id = approach.workflow(c);
-					log(`n8n batch: N=${count}, c=${c}, ${approach.label}`);
-					fs.rmSync(binaryDir, { recursive: true, force: true });
-					await env.control.clearRequests();
-					await hostStats(baseUrl, true);
-					const startedAt = Date.now();
-					const loadBefore = loadAverage();
-					const label = `${approach.key}-n${count}-c${c}`;
-					const { response, peak, before, wallMs, cpuMs } = await profiler.around(label, pid, async () => {
-						const cpuBefore = treeCpuMs(pid);
-						const started = performance.now();
-						const run = await peakRss(pid, () => call(`${n8n.url}/webhook/${id}`, { method: 'POST', body: { items } }));
-						return { ...run, response: run.value, wallMs: performance.now() - started, cpuMs: treeCpuMs(pid) - cpuBefore };
-					});
-					const load = [loadBefore, loadAverage()];
-					const gc = profiler.gc(label);
-					// What the run left behind: RSS once it stops changing, and the heap in use then.
-					const settled = await settleRss(pid);
-					const heapAfter = await heapUsed(n8n.url);
-					const host = await hostStats(baseUrl);
-					const generateLog = await env.control.requests({ route: 'generate' });
-					const generates = generateLog.length;
-					if (process.env.BENCH_N8N_TIMELINE) {
-						// When each generation reached the emulator, in ms after the webhook call: gaps between rounds show where the time goes.
-						const offsets = generateLog.map((r) => r.at - startedAt).sort((a, b) => a - b);
-						log(`  generations arrived at +${offsets.join(', +')} ms; the webhook answered at +${Math.round(wallMs)} ms`);
+				for (let round = 0; round < roundsFor(count, runs); round++) {
+					// The builds take turns going first; n8n's own nodes in Loop Over Items (a reference) run once.
+					const wanted = APPROACHES.filter((a) => wantedApproach(a.key) && (round === 0 || !a.floor));
+					for (const approach of [...wanted.slice(round % wanted.length), ...wanted.slice(0, round % wanted.length)]) {
+						const id = approach.workflow(c);
+						log(`n8n batch: N=${count}, c=${c}, ${approach.label}, run ${round + 1}`);
+						fs.rmSync(binaryDir, { recursive: true, force: true });
+						await env.control.clearRequests();
+						await hostStats(baseUrl, true);
+						const startedAt = Date.now();
+						const loadBefore = loadAverage();
+						const label = `${approach.key}-n${count}-c${c}-run${round + 1}`;
+						const { response, peak, before, wallMs, cpuMs, threads } = await profiler.around(label, pid, async () => {
+							const cpuBefore = treeCpuMs(pid);
+							const threadsBefore = threadCpuMs(pid);
+							const started = performance.now();
+							const run = await peakRss(pid, () => call(`${n8n.url}/webhook/${id}`, { method: 'POST', body: { items } }));
+							const threadsAfter = threadCpuMs(pid);
+							const threads = Object.fromEntries(Object.entries(threadsAfter).map(([kind, ms]) => [kind, ms - threadsBefore[kind]]));
+							return { ...run, response: run.value, wallMs: performance.now() - started, cpuMs: treeCpuMs(pid) - cpuBefore, threads };
+						});
+						const load = [loadBefore, loadAverage()];
+						const gc = profiler.gc(label);
+						// What the run left behind: RSS once it stops changing, and the heap in use then.
+						const settled = await settleRss(pid);
+						const heapAfter = await heapUsed(n8n.url);
+						const host = await hostStats(baseUrl);
+						const generateLog = await env.control.requests({ route: 'generate' });
+						const generates = generateLog.length;
+						if (process.env.BENCH_N8N_TIMELINE) {
+							// When each generation reached the emulator, in ms after the webhook call: gaps between rounds show where the time goes.
+							const offsets = generateLog.map((r) => r.at - startedAt).sort((a, b) => a - b);
+							log(`  generations arrived at +${offsets.join(', +')} ms; the webhook answered at +${Math.round(wallMs)} ms`);
+						}
+						const binaryBytes = folderBytes(binaryDir);
+						const result = { approach: approach.key, count, c, wallMs, cpuMs, threads, load, gc, peak, before, settled, heapAfter, host, generates, binaryBytes, status: response.status };
+						if (response.status !== 200 || generates !== count || host.signedFile !== count) {
+							result.problem = `HTTP ${response.status}, ${generates} generates and ${host.signedFile} signed-link downloads for ${count} items ${response.text.slice(0, 300)}`;
+							log(`n8n batch: ${result.problem}`);
+						}
+						log(
+							`  wall ${(wallMs / 1000).toFixed(1)} s, CPU ${(cpuMs / count).toFixed(1)} ms per item (${threadsPerItem(threads, count)}; load average ${load.map((l) => l.toFixed(1)).join(' → ')}), peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB (before ${(before / 2 ** 20).toFixed(0)}, settled after ${(settled / 2 ** 20).toFixed(0)}), ` +
+								`heap in use after ${(heapAfter / 2 ** 20).toFixed(0)} MiB, ` +
+								`${host.requests} requests on ${host.connections} connections, ${(binaryBytes / 2 ** 20).toFixed(0)} MiB binary data` +
+								(gc ? `; V8 collections: ${Object.entries(gc).map(([kind, { count: n, ms }]) => `${n} ${kind} (${ms.toFixed(0)} ms)`).join(', ')}` : ''),
+						);
+						results.push(result);
 					}
-					const binaryBytes = folderBytes(binaryDir);
-					const result = { approach: approach.key, count, c, wallMs, cpuMs, load, gc, peak, before, settled, heapAfter, host, generates, binaryBytes, status: response.status };
-					if (response.status !== 200 || generates !== count || host.signedFile !== count) {
-						result.problem = `HTTP ${response.status}, ${generates} generates and ${host.signedFile} signed-link downloads for ${count} items ${response.text.slice(0, 300)}`;
-						log(`n8n batch: ${result.problem}`);
-					}
-					log(
-						`  wall ${(wallMs / 1000).toFixed(1)} s, CPU ${(cpuMs / count).toFixed(1)} ms per item (load average ${load.map((l) => l.toFixed(1)).join(' → ')}), peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB (before ${(before / 2 ** 20).toFixed(0)}, settled after ${(settled / 2 ** 20).toFixed(0)}), ` +
-							`heap in use after ${(heapAfter / 2 ** 20).toFixed(0)} MiB, ` +
-							`${host.requests} requests on ${host.connections} connections, ${(binaryBytes / 2 ** 20).toFixed(0)} MiB binary data` +
-							(gc ? `; V8 collections: ${Object.entries(gc).map(([kind, { count: n, ms }]) => `${n} ${kind} (${ms.toFixed(0)} ms)`).join(', ')}` : ''),
-					);
-					results.push(result);
 				}
 			}
 		}
@@ -484,10 +492,54 @@ export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrenc
 		await n8n.stop();
 		user.cleanup();
 	}
-	return batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareCpuMs, imageBytes, floors });
+	return batchFigures(medianOfRuns(results), { sizes, concurrencies, latencyMs, fetchMs, bareCpuMs, imageBytes, floors, runs });
 }
 
-function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareCpuMs, imageBytes, floors }) {
+/** n8n's CPU per item by thread (the task runner is the rest of the total). */
+const threadsPerItem = (threads, count) =>
+	`JavaScript thread ${(threads.main / count).toFixed(1)}, V8 workers ${(threads.v8 / count).toFixed(1)}, libuv workers ${(threads.libuv / count).toFixed(1)}, other ${(threads.other / count).toFixed(1)}`;
+
+/**
+ * How many times a cell (build, N, c) runs: until it has measured ~1,000 items, at most `runs`
+ * (`--n8n-runs`, default 3): one run of a small batch moves by a collection more or less (a full
+ * collection of n8n's heap is 200-300 ms: 10-15 ms per item at N = 20).
+ */
+const roundsFor = (count, runs) => Math.max(1, Math.min(runs, Math.ceil(1000 / count)));
+
+const median = (values) => {
+	const sorted = [...values].sort((a, b) => a - b);
+	const middle = sorted.length >> 1;
+	return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+};
+
+/** One record per build, N and c: the median of its runs, the spread of its CPU, V8's mark-compacts per item over all of them. */
+function medianOfRuns(results) {
+	const cells = new Map();
+	for (const r of results) {
+		const key = `${r.approach} ${r.count} ${r.c}`;
+		cells.set(key, [...(cells.get(key) ?? []), r]);
+	}
+	return [...cells.values()].map((runs) => {
+		const byCpu = [...runs].sort((a, b) => a.cpuMs - b.cpuMs);
+		const items = runs.length * runs[0].count;
+		const majors = runs.every((r) => r.gc) ? runs.reduce((sum, r) => sum + (r.gc['major (mark-compact)']?.count ?? 0), 0) : undefined;
+		return {
+			...byCpu[(byCpu.length - 1) >> 1],
+			runs: runs.length,
+			cpuMs: median(runs.map((r) => r.cpuMs)),
+			cpuRange: [byCpu[0].cpuMs, byCpu.at(-1).cpuMs],
+			threads: Object.fromEntries(Object.keys(runs[0].threads).map((kind) => [kind, median(runs.map((r) => r.threads[kind]))])),
+			wallMs: median(runs.map((r) => r.wallMs)),
+			peak: median(runs.map((r) => r.peak)),
+			heapAfter: median(runs.map((r) => r.heapAfter)),
+			majorsPerItem: majors === undefined ? undefined : majors / items,
+			load: [Math.min(...runs.flatMap((r) => r.load)), Math.max(...runs.flatMap((r) => r.load))],
+			problem: runs.map((r) => r.problem).filter(Boolean).join('; ') || undefined,
+		};
+	});
+}
+
+function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareCpuMs, imageBytes, floors, runs }) {
 	const figures = [];
 	const mib = (imageBytes / 2 ** 20).toFixed(0);
 	const group = `N8N-1. Scheduled batch in a real n8n 2.41.1 (one process, filesystem binary data): Generate + download ${mib} MiB images, generate latency ${latencyMs} ms`;
@@ -496,7 +548,8 @@ function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareC
 		`ceil(N / c) × (generate latency + a bare client's 302 + signed-link fetch of c ${mib} MiB images at once, piped to disk: ${concurrencies.map((c) => `${fetchMs[c].toFixed(1)} ms at c = ${c}`).join(', ')}). ` +
 		'HTTP Request = Split Out → HTTP Request POST /generate (Batching: c per batch, interval = the generate latency) → Split Out images → HTTP Request GET (Response Format File, Batching c per batch). ' +
 		"Loop Over Items = n8n's own nodes in Generate's order: Loop Over Items (c per batch) → HTTP Request POST /generate → Split Out images → HTTP Request GET (File) → loop; each batch's files are stored before the next batch is generated. " +
-		'CPU = user + system time of the n8n process and its task runner over the run; load = the 1-minute load average at the start → end of each run (a shared machine inflates CPU time). ' +
+		'CPU = user + system time of the n8n process and its task runner over the run; load = the lowest and highest 1-minute load average at the start and end of its runs (a shared machine inflates CPU time). ' +
+		`Each build runs each N and c until it has measured ~1,000 items, at most ${runs} times (--n8n-runs), taking turns going first; figures are the medians of those runs, and every run starts after a full collection of n8n's heap. ` +
 		'Peak RSS = the n8n process\'s kernel high-water mark over the run (reset before it). Requests and TCP connections are counted at the file host in front of the emulator.';
 	const find = (approach, count, c) => results.find((r) => r.approach === approach && r.count === count && r.c === c);
 	for (const count of sizes) {
@@ -515,7 +568,9 @@ function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareC
 		}
 	}
 	// n8n's CPU per item, both builds side by side (and n8n's own nodes in Generate's order), with the load.
-	const cpuOf = (r) => `${(r.cpuMs / r.count).toFixed(0)} ms (load ${r.load.map((l) => l.toFixed(1)).join('→')})`;
+	const perItem = (ms, r) => (ms / r.count).toFixed(0);
+	const cpuOf = (r) =>
+		`${perItem(r.cpuMs, r)} ms (${r.runs > 1 ? `median of ${r.runs} runs, ${perItem(r.cpuRange[0], r)}–${perItem(r.cpuRange[1], r)}; ` : ''}load ${r.load.map((l) => l.toFixed(1)).join('–')})`;
 	for (const c of concurrencies) {
 		for (const count of sizes) {
 			const [own, http, loop] = ['imagepack', 'http', 'loop'].map((key) => find(key, count, c));
@@ -533,15 +588,26 @@ function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareC
 					}),
 				);
 			}
-			const majors = (r) => r.gc?.['major (mark-compact)']?.count ?? 0;
-			if (http && own.gc && http.gc) {
+			if (http && own.majorsPerItem !== undefined && http.majorsPerItem !== undefined) {
 				figures.push(
 					figure({
 						group,
-						figure: `N=${count}, c=${c}: V8 mark-compact collections of n8n's heap per item, Image Pack vs HTTP Request build${loop?.gc ? ` (Loop Over Items: ${(majors(loop) / count).toFixed(2)})` : ''}`,
-						measured: majors(own) / count,
-						ideal: majors(http) / count,
+						figure: `N=${count}, c=${c}: V8 mark-compact collections of n8n's heap per item, Image Pack vs HTTP Request build${loop?.majorsPerItem !== undefined ? ` (Loop Over Items: ${loop.majorsPerItem.toFixed(2)})` : ''}`,
+						measured: own.majorsPerItem,
+						ideal: http.majorsPerItem,
 						unit: '',
+						target: '—',
+					}),
+				);
+			}
+			if (http) {
+				figures.push(
+					figure({
+						group,
+						figure: `N=${count}, c=${c}: n8n's CPU per item by thread (medians), Image Pack ${threadsPerItem(own.threads, count)} vs HTTP Request build ${threadsPerItem(http.threads, count)} ms; Image Pack's JavaScript thread vs the HTTP Request build's`,
+						measured: own.threads.main / count,
+						ideal: http.threads.main / count,
+						unit: 'ms',
 						target: '—',
 					}),
 				);
@@ -631,7 +697,7 @@ function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareC
  * Everything `--n8n` measures. Options: quick (N = 20, 100), sizes / latencyMs overrides
  * (`--n8n-sizes=20,100`, `--n8n-latency=500`).
  */
-export async function benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts = ['batch', 'trigger', 'drain'], cpuProfDir, profDir, gcStatsDir, drain = {} }) {
+export async function benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts = ['batch', 'trigger', 'drain'], cpuProfDir, profDir, gcStatsDir, runs, drain = {} }) {
 	const figures = [];
 	if (parts.includes('drain')) {
 		const { benchN8nDrain } = await import('./drain.bench.mjs');
@@ -666,6 +732,7 @@ export async function benchN8n(env, { endpoints, storage, quick, imageBytes, siz
 			cpuProfDir,
 			profDir,
 			gcStatsDir,
+			runs: runs ?? (quick ? 1 : 3),
 		})),
 	);
 	return figures;
@@ -688,6 +755,25 @@ export function treeCpuMs(rootPid) {
 		for (const s of stats) if (!tree.has(s.pid) && tree.has(s.ppid)) grew = tree.add(s.pid) && true;
 	}
 	return stats.filter((s) => tree.has(s.pid)).reduce((sum, s) => sum + s.ticks, 0) * 10; // USER_HZ = 100
+}
+
+/**
+ * CPU time (user + system, ms) of one process by kind of thread, from /proc/<pid>/task/*: n8n's
+ * JavaScript thread, V8's workers (concurrent marking and sweeping of the garbage collector, the
+ * compiler), libuv's workers (file writes). Node 24 names them MainThread, V8Worker, libuv-worker.
+ */
+export function threadCpuMs(pid) {
+	const kinds = { main: 0, v8: 0, libuv: 0, other: 0 };
+	for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
+		try {
+			const text = fs.readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+			const name = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
+			const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+			const kind = Number(task) === pid ? 'main' : name.startsWith('V8') ? 'v8' : name.startsWith('libuv') ? 'libuv' : 'other';
+			kinds[kind] += (Number(fields[11]) + Number(fields[12])) * 10;
+		} catch {}
+	}
+	return kinds;
 }
 
 const TRIGGER_PAGE = 200;

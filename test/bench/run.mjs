@@ -1,5 +1,5 @@
 // `npm run bench [-- --quick] [-- --markdown] [-- --json] [-- --only=generate,trigger,download,overhead,queue,mcp] [-- --queue] [-- --mcp]`
-// `npm run bench -- --n8n [--quick] [--n8n-sizes=20,100] [--n8n-concurrency=1,8] [--n8n-cpu-prof=<dir>] [--n8n-prof=<dir>] [--n8n-gc-stats=<dir>] [--n8n-latency=500] [--n8n-backlog=10000] [--n8n-trigger-minutes=30] [--n8n-parts=batch,trigger,drain]
+// `npm run bench -- --n8n [--quick] [--n8n-sizes=20,100] [--n8n-concurrency=1,8] [--n8n-cpu-prof=<dir>] [--n8n-prof=<dir>] [--n8n-gc-stats=<dir>] [--n8n-runs=3] [--n8n-latency=500] [--n8n-backlog=10000] [--n8n-trigger-minutes=30] [--n8n-parts=batch,trigger,drain]
 //   [--n8n-drain-backlogs=1000,10000,100000] [--n8n-drain-caps=100,1000] [--n8n-drain-images=12,40] [--n8n-drain-heap=320] [--n8n-drain-user=1000,10000]`:
 // only the figures in a real n8n (n8n.bench.mjs, drain.bench.mjs).
 // (gulp bench → node --import tsx test/bench/run.mjs). The launcher owns what the linted TypeScript
@@ -125,6 +125,7 @@ try {
 		const cpuProfDir = option('n8n-cpu-prof');
 		const profDir = option('n8n-prof');
 		const gcStatsDir = option('n8n-gc-stats');
+		const runs = option('n8n-runs') === undefined ? undefined : Number(option('n8n-runs'));
 		const latencyMs = option('n8n-latency') === undefined ? undefined : Number(option('n8n-latency'));
 		const backlog = option('n8n-backlog') === undefined ? undefined : Number(option('n8n-backlog'));
 		const parts = option('n8n-parts')?.split(',');
@@ -138,7 +139,7 @@ try {
 			userBacklogs: numbers('n8n-drain-user'),
 			pollSeconds: numbers('n8n-drain-poll')?.[0],
 		};
-		figures.push(...(await benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts, cpuProfDir, profDir, gcStatsDir, drain })));
+		figures.push(...(await benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts, cpuProfDir, profDir, gcStatsDir, runs, drain })));
 	}
 } finally {
 	servers.kill('SIGTERM');
