@@ -18,6 +18,10 @@ const inspector = require('node:inspector');
 const path = require('node:path');
 const { PerformanceObserver, constants } = require('node:perf_hooks');
 
+// BENCH_N8N_V8_FLAGS: V8 flags for n8n, set here because NODE_OPTIONS refuses most of them (e.g.
+// --external-memory-accounted-in-global-limit, docs/performance.md).
+if (process.env.BENCH_N8N_V8_FLAGS) require('node:v8').setFlagsFromString(process.env.BENCH_N8N_V8_FLAGS);
+
 const dir = process.env.BENCH_N8N_PROF_DIR;
 const gcOnly = Boolean(process.env.BENCH_N8N_PROF_GC_ONLY);
 if (dir) {
