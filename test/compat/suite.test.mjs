@@ -11,7 +11,7 @@
  * the publication picker's search and Fetch Test Event over the REST API, and a timed poll.
  */
 import assert from 'node:assert/strict';
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 
 import { GENERATE, assertErrorTexts, errorsScenario, modelCredential } from '../e2e/agent-scenarios.mjs';
@@ -92,7 +92,7 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 		agent = agentWorkflow({ credential, model, known: shippedAiNodes(installPaths(profile).dir) });
 		const pickerCredential = { ...PICKER, data: { baseUrl: emulator.baseUrl, apiKey: key } };
 		await importCredential(userFolder.dir, [credential, pickerCredential, modelCredential(model)], options);
-		const workflows = [generateWorkflow(), ...ERROR_SETTINGS.map((setting) => errorsWorkflow(setting, fixture)), retryWorkflow(), { active: false, versionId: randomUUID(), ...loadExample(BATCH_EXAMPLE) }];
+		const workflows = [generateWorkflow(), ...ERROR_SETTINGS.map((setting) => errorsWorkflow(setting, fixture)), retryWorkflow(), loadExample(BATCH_EXAMPLE)]; // the example as shipped: it imports by CLI on every version
 		if (!agent.missing.length) workflows.push(agent.workflow);
 		await importWorkflow(userFolder.dir, workflows.map((workflow) => withCredential(workflow, credential)), options);
 	});

@@ -54,6 +54,10 @@ describe('example workflows', () => {
 			it('is well-formed: explicit id, unique node names and ids, connections between existing nodes', () => {
 				assert.match(workflow.id, /^[A-Za-z0-9]{16}$/);
 				assert.match(workflow.name, /^Image Pack: /);
+				// `n8n import:workflow` of n8n 1.100 and 2.0 fails without them (the editor's import does not need them).
+				assert.equal(workflow.active, false);
+				assert.match(workflow.versionId, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+				assert.equal(examples.filter((other) => other.workflow.versionId === workflow.versionId).length, 1, 'a versionId of its own');
 				const names = workflow.nodes.map((n) => n.name);
 				assert.equal(new Set(names).size, names.length);
 				assert.equal(new Set(workflow.nodes.map((n) => n.id)).size, names.length);
