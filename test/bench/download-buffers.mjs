@@ -3,9 +3,10 @@
 // (nothing kept, nothing written). Every download in n8n goes through this client, so these bytes are
 // the least any node (or n8n's HTTP Request node) adds to V8's external memory per file. The server is a
 // child process, so its buffers are not counted; no collection runs during a download (checked).
-import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { PerformanceObserver } from 'node:perf_hooks';
+
+import { startFileServer } from './file-server.mjs';
 
 if (!globalThis.gc) {
 	console.error('run with node --expose-gc');
@@ -15,21 +16,14 @@ const option = (name, fallback) => Number(process.argv.find((a) => a.startsWith(
 const bytes = option('mib', 4) * 2 ** 20;
 const runs = option('runs', 6);
 
-const serverCode = `
-const body = require('node:crypto').randomBytes(${bytes});
-require('node:http').createServer((req, res) => {
-	res.writeHead(200, { 'content-type': 'image/png', 'content-length': body.length });
-	res.end(body);
-}).listen(0, '127.0.0.1', function () { console.log(this.address().port); });`;
-const server = spawn(process.execPath, ['-e', serverCode], { stdio: ['ignore', 'pipe', 'inherit'] });
-const port = await new Promise((resolve) => server.stdout.once('data', (data) => resolve(Number(String(data).trim()))));
+const server = await startFileServer(bytes);
 
 let collections = 0;
 new PerformanceObserver((list) => (collections += list.getEntries().length)).observe({ entryTypes: ['gc'] });
 const download = () =>
 	new Promise((resolve, reject) => {
 		http
-			.get(`http://127.0.0.1:${port}/file.png`, { agent: false }, (res) => {
+			.get(server.url, { agent: false }, (res) => {
 				let chunks = 0;
 				res.on('data', () => chunks++);
 				res.on('end', () => resolve(chunks));
@@ -54,4 +48,4 @@ for (let run = 0; run < runs; run++) {
 			(collections ? `, ${collections} collection(s) ran: not counted reliably` : ''),
 	);
 }
-server.kill();
+server.close();

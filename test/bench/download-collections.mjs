@@ -8,12 +8,13 @@
 // collections nearly stop. Which of the two a node's downloads get in n8n depends on how much
 // JavaScript runs beside them, not on how the node streams (this script's findings are in
 // docs/performance.md). The file server is a child process, so its buffers are not counted.
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { PerformanceObserver, constants } from 'node:perf_hooks';
+
+import { startFileServer } from './file-server.mjs';
 
 const option = (name, fallback) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
 const files = option('files', 100);
@@ -21,14 +22,7 @@ const liveMib = option('live-mib', 200);
 const youngMib = option('young-mib', 0);
 const bytes = 4 * 2 ** 20;
 
-const serverCode = `
-const body = require('node:crypto').randomBytes(${bytes});
-require('node:http').createServer((req, res) => {
-	res.writeHead(200, { 'content-type': 'image/png', 'content-length': body.length });
-	res.end(body);
-}).listen(0, '127.0.0.1', function () { console.log(this.address().port); });`;
-const server = spawn(process.execPath, ['-e', serverCode], { stdio: ['ignore', 'pipe', 'inherit'] });
-const port = await new Promise((resolve) => server.stdout.once('data', (data) => resolve(Number(String(data).trim()))));
+const server = await startFileServer(bytes);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'download-collections-'));
 
 // A live heap of small objects, as n8n's is (about 100 bytes each).
@@ -50,7 +44,7 @@ new PerformanceObserver((list) => {
 
 const download = async (index) => {
 	const response = await new Promise((resolve, reject) =>
-		http.get(`http://127.0.0.1:${port}/file.png`, { agent: false }, resolve).on('error', reject),
+		http.get(server.url, { agent: false }, resolve).on('error', reject),
 	);
 	await fs.promises.writeFile(path.join(dir, `file-${index % 4}.png`), response);
 	if (youngMib) youngGarbage();
@@ -70,5 +64,5 @@ console.log(
 		`CPU ${((used.user + used.system) / 1000 / files).toFixed(1)} ms and wall ${((performance.now() - started) / files).toFixed(0)} ms per file ` +
 		`(Node ${process.version}; ${live.length} live objects, ${kept} young ones per file)`,
 );
-server.kill();
+server.close();
 fs.rmSync(dir, { recursive: true, force: true });
