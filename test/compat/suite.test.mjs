@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 
 import { GENERATE, assertErrorTexts, errorsScenario, modelCredential } from '../e2e/agent-scenarios.mjs';
-import { emulatorCredential, exampleWorkflows, loadExample, startTestEmulator, waitFor } from '../e2e/fixtures.mjs';
+import { ERROR_CREDITS, OPERATIONS, emulatorCredential, exampleWorkflows, loadExample, startTestEmulator, waitFor } from '../e2e/fixtures.mjs';
 import {
 	executeWorkflow,
 	importCredential,
@@ -33,10 +33,8 @@ import { startScriptedModel } from '../e2e/scripted-model.mjs';
 import { createActiveWorkflow, fetchTestEvent, ownerSession, searchList } from './n8n-rest.mjs';
 import { prepareUserFolder } from './user-folder.mjs';
 import {
-	ERROR_CREDITS,
 	ERROR_SETTINGS,
 	IMAGE_PACK,
-	OPERATIONS,
 	RETRY_BRANCHES,
 	RETRY_PRICE,
 	WORKFLOW_IDS,

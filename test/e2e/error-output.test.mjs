@@ -8,46 +8,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
-import { chain, emulatorCredential, node, startTestEmulator, withCredential } from './fixtures.mjs';
+import { ERROR_CREDITS as CREDITS, OPERATIONS, chain, emulatorCredential, node, startTestEmulator, withCredential } from './fixtures.mjs';
 import { createUserFolder, executeWorkflow, importCredential, importWorkflow, packPackage } from './n8n.mjs';
 
 const IMAGE_PACK = 'n8n-nodes-imagepack.imagePack';
 const SETTINGS = ['stopWorkflow', 'continueRegularOutput', 'continueErrorOutput'];
 const rows = (list) =>
 	node('Rows', 'n8n-nodes-base.code', { jsCode: `return ${JSON.stringify(list)}.map((json) => ({ json }));` }, { typeVersion: 2 });
-
-/** seedream-5-0-pro at 1K costs 6 credits an image: with 20 credits, 1 + 4 + 1 images refuse the second. */
-const CREDITS = 20;
-const OPERATIONS = {
-	generate: {
-		parameters: {
-			resource: 'image',
-			operation: 'generate',
-			prompt: '={{ $json.prompt }}',
-			model: 'seedream-5-0-pro',
-			ratio: '1:1',
-			n: '={{ $json.n }}',
-			options: { downloadImages: false },
-		},
-		rows: () => [1, 4, 1].map((n, index) => ({ sku: `SKU-${index}`, prompt: `product ${index}`, n })),
-		code: 'insufficient_credits',
-	},
-	get: {
-		parameters: { resource: 'publication', operation: 'get', publicationId: { __rl: true, mode: 'id', value: '={{ $json.id }}' } },
-		rows: (fixture) => [fixture.mine, fixture.theirs, fixture.mine].map((id, index) => ({ sku: `SKU-${index}`, id })),
-		code: 'not_found',
-	},
-	getMany: {
-		parameters: { resource: 'publication', operation: 'getMany', sinceId: '={{ $json.since }}', limit: 1 },
-		rows: () => [0, 'yesterday', 0].map((since, index) => ({ sku: `SKU-${index}`, since })),
-		code: 'invalid_parameter',
-	},
-	download: {
-		parameters: { resource: 'file', operation: 'download', fileUrl: '={{ $json.file }}' },
-		rows: (fixture) => [fixture.file, '/api/file/missing.png', fixture.file].map((file, index) => ({ sku: `SKU-${index}`, file })),
-		code: 'not_found',
-	},
-};
 
 /** A 16-character workflow id per operation and setting (n8n's form). */
 const id = (operation, setting) => `eo${setting.slice(8, 11) || 'Stp'}${operation}`.padEnd(16, '0');
@@ -128,7 +95,7 @@ describe('On Error settings in n8n 2.41.1: failed items and the error output', (
 			assert.equal(item.json.sku, 'SKU-1', 'n8n merges the input item’s fields under the error');
 			assert.match(item.json.error.message, /[a-z]/i);
 			assert.doesNotMatch(item.json.error.message, /[\u4e00-\u9fff]/, 'English');
-			assert.equal(item.json.error.code, spec.code);
+			assert.equal(item.json.error.code, spec.facts.code);
 			if (operation === 'generate') {
 				assert.equal(item.json.error.httpStatus, 402);
 				assert.match(item.json.error.requestId, /^req_/);
@@ -148,7 +115,7 @@ describe('On Error settings in n8n 2.41.1: failed items and the error output', (
 			const failed = items.filter((item) => 'error' in item.json);
 			assert.equal(failed.length, 1);
 			assert.deepEqual(Object.keys(failed[0].json), ['error']);
-			assert.equal(failed[0].json.error.code, spec.code);
+			assert.equal(failed[0].json.error.code, spec.facts.code);
 			assert.deepEqual(failed[0].pairedItem, { item: 1 });
 		});
 

@@ -175,3 +175,41 @@ export function withModelCredential(workflow, credential) {
 	}
 	return copy;
 }
+
+/** seedream-5-0-pro at 1K costs 6 credits an image: with 20 credits, 1 + 4 + 1 images refuse the second. */
+export const ERROR_CREDITS = 20;
+
+/**
+ * Three items per operation, the second failing; `facts` are the failed item's error facts. The On Error
+ * suites use them: error-output.test.mjs in n8n 2.41.1, test/compat on every version.
+ */
+export const OPERATIONS = {
+	generate: {
+		parameters: {
+			resource: 'image',
+			operation: 'generate',
+			prompt: '={{ $json.prompt }}',
+			model: 'seedream-5-0-pro',
+			ratio: '1:1',
+			n: '={{ $json.n }}',
+			options: { downloadImages: false },
+		},
+		rows: () => [1, 4, 1].map((n, index) => ({ sku: `SKU-${index}`, prompt: `product ${index}`, n })),
+		facts: { code: 'insufficient_credits', httpStatus: 402, requestId: /^req_/, charge: 'not_charged' },
+	},
+	get: {
+		parameters: { resource: 'publication', operation: 'get', publicationId: { __rl: true, mode: 'id', value: '={{ $json.id }}' } },
+		rows: (fixture) => [fixture.mine, fixture.theirs, fixture.mine].map((id, index) => ({ sku: `SKU-${index}`, id })),
+		facts: { code: 'not_found', httpStatus: 404, requestId: /^req_/, charge: 'not_charged' },
+	},
+	getMany: {
+		parameters: { resource: 'publication', operation: 'getMany', sinceId: '={{ $json.since }}', limit: 1 },
+		rows: () => [0, 'yesterday', 0].map((since, index) => ({ sku: `SKU-${index}`, since })),
+		facts: { code: 'invalid_parameter', httpStatus: null, requestId: null, charge: 'not_sent' },
+	},
+	download: {
+		parameters: { resource: 'file', operation: 'download', fileUrl: '={{ $json.file }}' },
+		rows: (fixture) => [fixture.file, '/api/file/missing.png', fixture.file].map((file, index) => ({ sku: `SKU-${index}`, file })),
+		facts: { code: 'not_found', httpStatus: 404, requestId: /^req_/, charge: 'not_charged' },
+	},
+};
