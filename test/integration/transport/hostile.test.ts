@@ -11,7 +11,7 @@ import { ImagePack } from '../../../nodes/ImagePack/ImagePack.node';
 import { ImagePackTrigger } from '../../../nodes/ImagePack/ImagePackTrigger.node';
 import { limits } from '../../../nodes/ImagePack/transport/limits';
 import { PollingWorkflow, runNode } from '../../harness/n8n';
-import { type ScriptedServer, apiErrorBody } from '../../harness/scripted-server';
+import { type Handler, type ScriptedServer, apiErrorBody } from '../../harness/scripted-server';
 import {
 	type Failure,
 	KEY,
@@ -456,12 +456,7 @@ describe('Stop: the execution’s cancel signal ends every wait', () => {
 
 	it('a download in progress ends at Stop', async () => {
 		const stop = new AbortController();
-		api.script('GET /api/file/slow.png', (_request, reply) => {
-			reply.hijack();
-			reply.raw.writeHead(200, { 'content-type': 'image/png' });
-			reply.raw.write(Buffer.alloc(1000));
-			stop.abort();
-		});
+		api.script('GET /api/file/slow.png', stopMidBody(stop));
 		const error = await runNode({
 			nodeType: new ImagePack(),
 			parameters: { resource: 'file', operation: 'download', fileUrl: '/api/file/slow.png' },
@@ -474,12 +469,7 @@ describe('Stop: the execution’s cancel signal ends every wait', () => {
 	it('Generate with one lane: a Stop during the downloads after the generations ends them', async () => {
 		const stop = new AbortController();
 		api.script(GENERATE, (_request, reply) => reply.send(okGeneration(1)));
-		api.script('GET /api/file/a_0.png', (_request, reply) => {
-			reply.hijack();
-			reply.raw.writeHead(200, { 'content-type': 'image/png' });
-			reply.raw.write(Buffer.alloc(1000));
-			stop.abort();
-		});
+		api.script('GET /api/file/a_0.png', stopMidBody(stop));
 		const error = await runNode({
 			nodeType: new ImagePack(),
 			parameters: generate({ options: { concurrency: 1 } }),
@@ -492,6 +482,16 @@ describe('Stop: the execution’s cancel signal ends every wait', () => {
 		expect(api.seen.map((request) => request.method)).toEqual(['POST', 'POST', 'POST', 'GET']);
 	});
 });
+
+/** Answers 200 with the first bytes of a file that never ends, and presses Stop meanwhile. */
+function stopMidBody(stop: AbortController): Handler {
+	return (_request, reply) => {
+		reply.hijack();
+		reply.raw.writeHead(200, { 'content-type': 'image/png' });
+		reply.raw.write(Buffer.alloc(1000));
+		stop.abort();
+	};
+}
 
 async function waitUntil(check: () => boolean) {
 	for (let tries = 0; tries < 200 && !check(); tries++) await sleep(50);
