@@ -744,9 +744,8 @@ export function treeCpuMs(rootPid) {
 	for (const entry of fs.readdirSync('/proc')) {
 		if (!/^\d+$/.test(entry)) continue;
 		try {
-			const text = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-			const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-			stats.push({ pid: Number(entry), ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) });
+			const { fields, cpuMs } = procStat(`/proc/${entry}/stat`);
+			stats.push({ pid: Number(entry), ppid: Number(fields[1]), cpuMs });
 		} catch {}
 	}
 	const tree = new Set([rootPid]);
@@ -754,7 +753,15 @@ export function treeCpuMs(rootPid) {
 		grew = false;
 		for (const s of stats) if (!tree.has(s.pid) && tree.has(s.ppid)) grew = tree.add(s.pid) && true;
 	}
-	return stats.filter((s) => tree.has(s.pid)).reduce((sum, s) => sum + s.ticks, 0) * 10; // USER_HZ = 100
+	return stats.filter((s) => tree.has(s.pid)).reduce((sum, s) => sum + s.cpuMs, 0);
+}
+
+/** A /proc/<pid>[/task/<tid>]/stat: its name, the fields after it, and its user + system CPU in ms. */
+function procStat(file) {
+	const text = fs.readFileSync(file, 'utf8');
+	const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+	const name = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
+	return { name, fields, cpuMs: (Number(fields[11]) + Number(fields[12])) * 10 }; // USER_HZ = 100
 }
 
 /**
@@ -766,11 +773,9 @@ export function threadCpuMs(pid) {
 	const kinds = { main: 0, v8: 0, libuv: 0, other: 0 };
 	for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
 		try {
-			const text = fs.readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
-			const name = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
-			const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+			const { name, cpuMs } = procStat(`/proc/${pid}/task/${task}/stat`);
 			const kind = Number(task) === pid ? 'main' : name.startsWith('V8') ? 'v8' : name.startsWith('libuv') ? 'libuv' : 'other';
-			kinds[kind] += (Number(fields[11]) + Number(fields[12])) * 10;
+			kinds[kind] += cpuMs;
 		} catch {}
 	}
 	return kinds;

@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { installPaths, isInstalled, PROFILES } from '../e2e/n8n-install.mjs';
-import { runCommand, startN8n } from '../e2e/n8n.mjs';
+import { restClient, restSession, runCommand, startN8n } from '../e2e/n8n.mjs';
 
 export const OWNER = { email: 'owner@example.com', password: 'Compat-Install-Password-1', firstName: 'Compat', lastName: 'Owner' };
 
@@ -186,42 +186,14 @@ export function shimmedN8nEnv({ shim, registry }) {
 	};
 }
 
-/** JSON over HTTP with a cookie jar of one: { request, get, post, login }. */
-export function httpClient(url) {
-	let cookie = '';
-	async function request(method, route, body) {
-		const response = await fetch(`${url}${route}`, {
-			method,
-			headers: { cookie, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-			body: body === undefined ? undefined : JSON.stringify(body),
-		});
-		const set = response.headers.getSetCookie();
-		if (set.length) cookie = set.map((value) => value.split(';')[0]).join('; ');
-		const text = await response.text();
-		let parsed = text;
-		try {
-			parsed = JSON.parse(text);
-		} catch {}
-		return { status: response.status, body: parsed };
-	}
-	return { request, get: (route) => request('GET', route), post: (route, body = {}) => request('POST', route, body) };
-}
-
 /**
  * Creates the owner through the setup screen's REST call (`POST /rest/owner/setup`: n8n 1.x and 2.0 have
  * no owner from the environment), then logs in. Returns the logged-in client.
  */
 export async function setupOwnerAndLogin(url, owner = OWNER) {
-	const client = httpClient(url);
-	const setup = await client.post('/rest/owner/setup', owner);
+	const setup = await restClient(url).post('/rest/owner/setup', owner);
 	if (setup.status !== 200) throw new Error(`POST /rest/owner/setup: HTTP ${setup.status} ${JSON.stringify(setup.body)}`);
-	return login(url, owner, client);
-}
-
-export async function login(url, owner = OWNER, client = httpClient(url)) {
-	const answer = await client.post('/rest/login', { emailOrLdapLoginId: owner.email, password: owner.password });
-	if (answer.status !== 200) throw new Error(`POST /rest/login: HTTP ${answer.status} ${JSON.stringify(answer.body)}`);
-	return client;
+	return await restSession(url, owner);
 }
 
 /** The node type names n8n serves to its editor (`GET /types/nodes.json`; 2.x wants a session). */

@@ -14,14 +14,14 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import { NODE_RUNTIMES, ensureNodeRuntime, installPaths, isInstalled } from '../e2e/n8n-install.mjs';
-import { packPackage, publishWorkflow, REPO_ROOT, runCommand } from '../e2e/n8n.mjs';
+import { packPackage, publishWorkflow, REPO_ROOT, restSession, runCommand } from '../e2e/n8n.mjs';
 import {
 	elapsed,
 	findPackages,
 	installByHand,
 	listModules,
-	login,
 	nodeRuntimes,
+	OWNER,
 	restData,
 	servedNodeTypes,
 	setupOwnerAndLogin,
@@ -193,7 +193,7 @@ describe(`installing the package in n8n ${version} (profile ${profile})`, { skip
 			started = Date.now();
 			n8n = await startCompatN8n({ userFolder: dir, profile, env });
 			try {
-				const client = await login(n8n.url);
+				const client = await restSession(n8n.url, OWNER);
 				const types = await servedNodeTypes(client);
 				for (const type of NODE_TYPES) assert.ok(types.has(type), `after a restart, ${type} is not among the ${types.size} node types n8n serves`);
 				const listed = restData(await client.get('/rest/community-packages'), 'GET /rest/community-packages');

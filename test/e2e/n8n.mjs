@@ -381,26 +381,42 @@ export function ownerEnv({ email, password, firstName = 'Test', lastName = 'Owne
 }
 
 /**
- * Logs in to a running n8n's REST API (`POST /rest/login`; n8n must run with N8N_SECURE_COOKIE=false
- * over plain http) and returns { request(method, path, body?), get(path), post(path, body) }, each
- * resolving to { status, body } (parsed JSON, else a Buffer) with the session cookie sent along.
+ * n8n's REST API over plain http, with the cookies its answers set sent along (as a browser would):
+ * { request(method, path, body?), get(path), post(path, body) }, each resolving to { status, headers,
+ * body } (parsed JSON, else a Buffer).
  */
-export async function restSession(url, { email, password }) {
-	let cookie = '';
+export function restClient(url) {
+	const cookies = new Map();
 	async function request(method, route, body) {
 		const response = await fetch(`${url}${route}`, {
 			method,
-			headers: { cookie, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+			headers: {
+				cookie: [...cookies].map(([name, value]) => `${name}=${value}`).join('; '),
+				...(body === undefined ? {} : { 'content-type': 'application/json' }),
+			},
 			body: body === undefined ? undefined : JSON.stringify(body),
 		});
+		for (const set of response.headers.getSetCookie()) {
+			const [pair] = set.split(';');
+			const at = pair.indexOf('=');
+			cookies.set(pair.slice(0, at).trim(), pair.slice(at + 1));
+		}
 		const bytes = Buffer.from(await response.arrayBuffer());
 		const json = String(response.headers.get('content-type')).includes('json');
 		return { status: response.status, headers: response.headers, body: json ? JSON.parse(bytes.toString('utf8')) : bytes };
 	}
-	const login = await request('POST', '/rest/login', { emailOrLdapLoginId: email, password });
-	if (login.status !== 200) throw new Error(`n8n login as ${email} failed (${login.status}): ${JSON.stringify(login.body)}`);
-	cookie = login.headers.getSetCookie().map((value) => value.split(';')[0]).join('; ');
 	return { request, get: (route) => request('GET', route), post: (route, body = {}) => request('POST', route, body) };
+}
+
+/**
+ * A restClient logged in (`POST /rest/login`; n8n must run with N8N_SECURE_COOKIE=false over plain
+ * http): the same login from n8n 1.100 to 2.41.
+ */
+export async function restSession(url, { email, password }) {
+	const client = restClient(url);
+	const login = await client.post('/rest/login', { emailOrLdapLoginId: email, password });
+	if (login.status !== 200) throw new Error(`n8n login as ${email} failed (${login.status}): ${JSON.stringify(login.body)}`);
+	return client;
 }
 
 /** Ports handed out by freePort(): processes started side by side must not get the same one. */

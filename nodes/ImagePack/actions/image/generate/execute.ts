@@ -13,7 +13,7 @@ import { addHints, asNodeError, eachItem } from '../../items';
 import { runsAsTool } from '../../tool';
 import { type Connection, generate, getConnection } from '../../../transport';
 import { reserveCredits } from './credits';
-import { type GenerateResponse, outputOf } from './output';
+import { type Answered, type Finish, type GenerateResponse, outputOf } from './output';
 import { type ItemPlan, type ItemRun, planItem } from './plan';
 import { answerFor, heldAnswer, openMemory } from './replay';
 import type { RunMemory } from './stores';
@@ -45,15 +45,8 @@ async function send({ ctx, connection, itemIndex, plan: { request, options } }: 
 	}
 }
 
-/** What is left of an item once its generation is answered: downloads, links, output items. */
-type Finish = () => Promise<INodeExecutionData[]>;
-
-/** Generates an item: `turn` is what was paid for, `finish` the rest of the item. */
-async function generateItem(
-	run: Run,
-	itemIndex: number,
-	plan: ItemPlan,
-): Promise<{ turn: unknown; finish: Finish }> {
+/** Generates an item (or joins or replays its generation). */
+async function generateItem(run: Run, itemIndex: number, plan: ItemPlan): Promise<Answered> {
 	const item: ItemRun = { ...run, itemIndex, plan };
 	// As a tool with an answer bound: join the generation this process holds, or start it.
 	// Otherwise: what an earlier try of this execution got, or a new send.

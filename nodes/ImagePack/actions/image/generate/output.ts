@@ -231,14 +231,20 @@ function outputItems(
 	];
 }
 
+/** What is left of an item once its generation is answered: downloads, links, output items. */
+export type Finish = () => Promise<INodeExecutionData[]>;
+
+/** A generation answered: `turn` is what was paid for, if anything; `finish` the rest of the item. */
+export interface Answered {
+	turn: unknown;
+	finish: Finish;
+}
+
 /**
  * The item's output: the answer read now; `finish` downloads and links its images as the options say
- * and makes its output items (execute.ts decides when). `turn` is the paid turn, if any.
+ * and makes its output items (execute.ts decides when).
  */
-export function outputOf(
-	item: ItemRun,
-	answer: Answer<GenerateResponse>,
-): { turn: unknown; finish: () => Promise<INodeExecutionData[]> } {
+export function outputOf(item: ItemRun, answer: Answer<GenerateResponse>): Answered {
 	const { options, request } = item.plan;
 	const read = answer.unreadable
 		? { images: [], warnings: [], problems: [answer.unreadable] }
