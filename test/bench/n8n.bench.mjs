@@ -314,10 +314,10 @@ function withNodeOptions(...envs) {
 /**
  * `--n8n-prof=<dir>`: each measured batch run profiled on its own (n8n-profiler.cjs, preloaded into
  * n8n): a CPU profile, sampled allocations (garbage included) and V8's collections by kind.
- * `--n8n-gc-stats=<dir>`: only the collections and the process's CPU, without profiling.
+ * Otherwise (`--n8n-gc-stats=<dir>` keeps its files) only the collections and the process's CPU,
+ * without profiling: every batch run goes through it.
  */
 function runProfiler(profDir, gcOnly = false) {
-	if (!profDir) return { env: {}, around: async (_label, _pid, work) => await work(), gc: () => undefined };
 	const dir = path.resolve(profDir);
 	fs.mkdirSync(dir, { recursive: true });
 	const signal = async (pid, label, marker) => {
@@ -480,7 +480,7 @@ export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrenc
 							`  wall ${(wallMs / 1000).toFixed(1)} s, CPU ${(cpuMs / count).toFixed(1)} ms per item (${threadsPerItem(threads, count)}; load average ${load.map((l) => l.toFixed(1)).join(' → ')}), peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB (before ${(before / 2 ** 20).toFixed(0)}, settled after ${(settled / 2 ** 20).toFixed(0)}), ` +
 								`heap in use after ${(heapAfter / 2 ** 20).toFixed(0)} MiB, ` +
 								`${host.requests} requests on ${host.connections} connections, ${(binaryBytes / 2 ** 20).toFixed(0)} MiB binary data` +
-								(gc ? `; V8 collections: ${Object.entries(gc).map(([kind, { count: n, ms }]) => `${n} ${kind} (${ms.toFixed(0)} ms)`).join(', ')}` : ''),
+								`; V8 collections: ${Object.entries(gc).map(([kind, { count: n, ms }]) => `${n} ${kind} (${ms.toFixed(0)} ms)`).join(', ')}`,
 						);
 						results.push(result);
 					}
@@ -522,7 +522,7 @@ function medianOfRuns(results) {
 	return [...cells.values()].map((runs) => {
 		const byCpu = [...runs].sort((a, b) => a.cpuMs - b.cpuMs);
 		const items = runs.length * runs[0].count;
-		const majors = runs.every((r) => r.gc) ? runs.reduce((sum, r) => sum + (r.gc['major (mark-compact)']?.count ?? 0), 0) : undefined;
+		const majors = runs.reduce((sum, r) => sum + (r.gc['major (mark-compact)']?.count ?? 0), 0);
 		return {
 			...byCpu[(byCpu.length - 1) >> 1],
 			runs: runs.length,
@@ -532,7 +532,7 @@ function medianOfRuns(results) {
 			wallMs: median(runs.map((r) => r.wallMs)),
 			peak: median(runs.map((r) => r.peak)),
 			heapAfter: median(runs.map((r) => r.heapAfter)),
-			majorsPerItem: majors === undefined ? undefined : majors / items,
+			majorsPerItem: majors / items,
 			load: [Math.min(...runs.flatMap((r) => r.load)), Math.max(...runs.flatMap((r) => r.load))],
 			problem: runs.map((r) => r.problem).filter(Boolean).join('; ') || undefined,
 		};
@@ -588,11 +588,11 @@ function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareC
 					}),
 				);
 			}
-			if (http && own.majorsPerItem !== undefined && http.majorsPerItem !== undefined) {
+			if (http) {
 				figures.push(
 					figure({
 						group,
-						figure: `N=${count}, c=${c}: V8 mark-compact collections of n8n's heap per item, Image Pack vs HTTP Request build${loop?.majorsPerItem !== undefined ? ` (Loop Over Items: ${loop.majorsPerItem.toFixed(2)})` : ''}`,
+						figure: `N=${count}, c=${c}: V8 mark-compact collections of n8n's heap per item, Image Pack vs HTTP Request build${loop ? ` (Loop Over Items: ${loop.majorsPerItem.toFixed(2)})` : ''}`,
 						measured: own.majorsPerItem,
 						ideal: http.majorsPerItem,
 						unit: '',
