@@ -14,6 +14,7 @@ import type {
 	IPollFunctions,
 } from 'n8n-workflow';
 import { sleep } from 'n8n-workflow';
+import { createHash } from 'crypto';
 
 import type { RouteFacts } from '../shared/codes';
 import { imagePackError } from '../shared/errors';
@@ -29,6 +30,12 @@ export interface Connection {
 	baseUrl: string;
 	apiKey: string;
 	/**
+	 * Who asks: a fingerprint of the key (`keyFingerprint`), kept with every record the node makes
+	 * (never the key, never the n8n credential's id). Two fingerprints are the same key; different
+	 * ones may still be one account (a replaced key), which only the API can tell (ownership.ts).
+	 */
+	fingerprint: string;
+	/**
 	 * The credential as read once, handed to n8n's authenticated helper with every request. Without
 	 * it n8n decrypts the credential again per request, and in a poll that builds and disposes a
 	 * whole expression isolate each time (≈ 60 ms of CPU per request in n8n 2.41).
@@ -42,6 +49,17 @@ export function parseUrl(text: string, base?: string): URL | undefined {
 	} catch {
 		return undefined;
 	}
+}
+
+/**
+ * 16 hex digits of SHA-256 over the server and the key: enough to tell keys apart, and a key of
+ * 40+ random characters cannot be recovered from it.
+ */
+export function keyFingerprint(baseUrl: string, apiKey: string): string {
+	return createHash('sha256')
+		.update(`imagepack-key ${baseUrl.toLowerCase()} ${apiKey}`)
+		.digest('hex')
+		.slice(0, 16);
 }
 
 /** Reads and checks the credential: bad settings fail before anything is sent. */
@@ -75,7 +93,7 @@ export async function getConnection(ctx: ApiContext, itemIndex = 0): Promise<Con
 		type: CREDENTIAL_TYPE,
 		data,
 	};
-	return { baseUrl, apiKey, credential };
+	return { baseUrl, apiKey, fingerprint: keyFingerprint(baseUrl, apiKey), credential };
 }
 
 /** A file reference that is no usable URL; the message says what was wrong. */

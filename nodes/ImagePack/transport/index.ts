@@ -6,6 +6,8 @@
  */
 import type { IDataObject } from 'n8n-workflow';
 
+import { rule } from '../shared/codes';
+import { errorFacts } from '../shared/errors';
 import type { ListPage } from '../shared/publications';
 import { type Answer, type BrokenAnswer, jsonReceiver } from './answers';
 import {
@@ -26,6 +28,8 @@ export {
 	executionCancelSignal,
 	getConnection,
 } from './connection';
+import { signedFileLink } from './files';
+
 export { downloadBinary, signedFileLink } from './files';
 
 async function callJson<T>(
@@ -84,4 +88,69 @@ export async function generate<T extends IDataObject>(
 		unreadable: `${broken.problem}${broken.snippet ? ` (it began: ${broken.snippet})` : ''}`,
 	});
 	return await callJson<T>(ctx, connection, ROUTES.generate, request, options, keepUnreadable);
+}
+
+/**
+ * Ownership. Does a record made under another key belong to the account behind this key? The API has no "who
+ * am I", so the node asks about something the record holds, and only two answers prove anything:
+ *
+ * - a publication's detail (API document §4.3): 200 is this account's, 404 another account's;
+ * - a generated file (§4.4, "requested with the same key"): the file endpoint's 302 is this account's
+ *   (a stated assumption, tested both ways against the emulator; the redirect is not followed). Its
+ *   404 proves nothing: the file may have been cleaned up (retention is not documented).
+ *
+ * Anything else — 401, 403 for a key without the scope, 429, 5xx, a timeout — is `unknown`, and the
+ * caller then neither uses the record nor throws it away: it reports the record as uncertain, or
+ * leaves the decision to a later poll. A Stop is not an answer: it is thrown.
+ */
+
+export type Ownership = 'same' | 'other' | 'unknown';
+
+/** A verdict, and in words what it rests on (for hints and errors). */
+export interface OwnershipVerdict {
+	verdict: Ownership;
+	reason: string;
+}
+
+/** What a record can show: a publication id it read, or a file it made. */
+export type Evidence = { publicationId: number } | { fileUrl: string };
+
+function isStop(error: unknown): boolean {
+	return rule(errorFacts(error).code).stopped === true;
+}
+
+/** Asks the API whether `evidence` belongs to the account behind `connection`'s key. */
+export async function proveOwnership(
+	ctx: ApiContext,
+	connection: Connection,
+	evidence: Evidence,
+	options: { itemIndex?: number; deadline?: number } = {},
+): Promise<OwnershipVerdict> {
+	if ('publicationId' in evidence) {
+		const id = evidence.publicationId;
+		try {
+			await getPublication(ctx, connection, id, options);
+			return { verdict: 'same', reason: `publication ${id} answers for this key` };
+		} catch (error) {
+			if (isStop(error)) throw error;
+			const facts = errorFacts(error);
+			if (facts.httpStatus === 404) {
+				return { verdict: 'other', reason: `publication ${id} is not this key's account's (404)` };
+			}
+			return {
+				verdict: 'unknown',
+				reason: `publication ${id} could not be checked: ${facts.reason}`,
+			};
+		}
+	}
+	try {
+		await signedFileLink(ctx, connection, evidence.fileUrl, { itemIndex: options.itemIndex });
+		return { verdict: 'same', reason: 'its file answers this key with a signed link' };
+	} catch (error) {
+		if (isStop(error)) throw error;
+		return {
+			verdict: 'unknown',
+			reason: `its file could not be checked: ${errorFacts(error).reason}`,
+		};
+	}
 }
