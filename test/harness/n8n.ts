@@ -31,9 +31,12 @@ import type {
 	WorkflowActivateMode,
 	WorkflowExecuteMode,
 } from 'n8n-workflow';
-import { ICredentialsHelper, Workflow } from 'n8n-workflow';
+import { ICredentialsHelper, Workflow, createRunExecutionData } from 'n8n-workflow';
 
 import { ImagePackApi } from '../../credentials/ImagePackApi.credentials';
+import { installDeduplicationStore } from './deduplication';
+
+installDeduplicationStore();
 
 export const PACKAGE = 'n8n-nodes-imagepack';
 
@@ -221,18 +224,12 @@ export interface RunNodeOptions {
 	typeVersion?: number;
 }
 
-/** Empty run data of one execution, as n8n starts it (context data included). */
+/**
+ * Empty run data of one execution, as n8n starts it (context data included, and n8n 2.x's resume
+ * token, which a retry of the execution copies and a new execution does not have).
+ */
 export function newRunExecutionData(): IRunExecutionData {
-	return {
-		resultData: { runData: {} },
-		executionData: {
-			contextData: {},
-			nodeExecutionStack: [],
-			metadata: {},
-			waitingExecution: {},
-			waitingExecutionSource: {},
-		},
-	} as unknown as IRunExecutionData;
+	return createRunExecutionData();
 }
 
 /** A saved, inactive workflow holding just this node. */

@@ -155,6 +155,20 @@ export const CODES = {
 		next: 'Do not call again in this conversation turn: tell the user the credit cap of this workflow was reached.',
 	},
 	unknown_handle: {},
+	// A record says a generation was (or may have been) paid for already (replay.ts, durable.ts).
+	interrupted_send: {
+		next: 'Do not call again with the same arguments: the generation may have run and been charged; tell the user to check the session on the Image Pack website.',
+	},
+	other_key: {
+		next: 'Do not call again with the same arguments: tell the user this generation was made under another API key, and to check its session on the Image Pack website.',
+	},
+	idempotency_key_used: {
+		next: 'Do not call again with this idempotency key: it was used already; tell the user.',
+	},
+	record_failed: {
+		next: 'Nothing was sent: call again in a moment; if it fails again, tell the user.',
+		retryOnFail: true,
+	},
 	file_too_large: {},
 	not_api_file: {},
 	too_many_results: {},

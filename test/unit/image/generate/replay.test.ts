@@ -19,11 +19,12 @@ const failure = (code: Code | undefined, charge: StoredFailure['charge']): Store
 });
 
 const answer = { body: { ok: true, turn_id: 't_1' }, status: 200, requestId: 'req_1' };
-const asked = { digest: 'd1', executionId: 'e1', resendUncertain: false };
+const asked = { digest: 'd1', fingerprint: 'f1', executionId: 'e1', resendUncertain: false };
 
 const memo = (outcome: Outcome<StoredAnswer, StoredFailure>, executionId = 'e1'): Memo => ({
 	...outcome,
 	digest: 'd1',
+	fingerprint: 'f1',
 	executionId,
 });
 
@@ -33,6 +34,16 @@ describe('decide', () => {
 		expect(decide(memo({ kind: 'generated', answer }), { ...asked, digest: 'd2' })).toEqual({
 			action: 'send',
 		});
+	});
+
+	it('asks for proof before returning what was generated under another key (or a record without one)', () => {
+		const generated = memo({ kind: 'generated', answer });
+		expect(decide(generated, { ...asked, fingerprint: 'f2' })).toEqual({
+			action: 'prove',
+			memo: generated,
+		});
+		const legacy = { ...generated, fingerprint: undefined };
+		expect(decide(legacy, asked)).toEqual({ action: 'prove', memo: legacy });
 	});
 
 	it('returns a generated item again, in the same execution and in a retried one', () => {

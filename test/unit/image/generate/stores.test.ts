@@ -33,14 +33,13 @@ const uncertain = <A>(error: unknown): Outcome<A, unknown> =>
 		: { kind: 'refused', failure: error };
 
 describe('generationKey', () => {
-	it('depends on the base URL, the API key and the body (any key order), and holds neither in clear', () => {
-		const key = generationKey('https://a.example', 'sk_secret', { prompt: 'p', n: 1 });
+	it('depends on the node, the key fingerprint and the body (any key order)', () => {
+		const key = generationKey('wf node', 'f1', { prompt: 'p', n: 1 });
 		expect(key).toMatch(/^[0-9a-f]{16}$/);
-		expect(generationKey('https://a.example', 'sk_secret', { n: 1, prompt: 'p' })).toBe(key);
-		expect(generationKey('https://b.example', 'sk_secret', { prompt: 'p', n: 1 })).not.toBe(key);
-		expect(generationKey('https://a.example', 'sk_other', { prompt: 'p', n: 1 })).not.toBe(key);
-		expect(generationKey('https://a.example', 'sk_secret', { prompt: 'q', n: 1 })).not.toBe(key);
-		expect(key).not.toContain('secret');
+		expect(generationKey('wf node', 'f1', { n: 1, prompt: 'p' })).toBe(key);
+		expect(generationKey('wf other-node', 'f1', { prompt: 'p', n: 1 })).not.toBe(key);
+		expect(generationKey('wf node', 'f2', { prompt: 'p', n: 1 })).not.toBe(key);
+		expect(generationKey('wf node', 'f1', { prompt: 'q', n: 1 })).not.toBe(key);
 	});
 });
 
@@ -66,10 +65,11 @@ describe('PendingGenerations', () => {
 		expect(await a.held.done).toEqual({ kind: 'generated', answer: 'images' });
 		// Finished, not collected: a repeat (or the handle) gets it without a request.
 		expect(store.join('k', first.start, uncertain).held).toBe(a.held);
-		expect(store.find(a.held.handle)).toBe(a.held);
+		expect(store.find(a.held.handle, 'k')).toBe(a.held);
+		expect(store.find(a.held.handle, 'another request')).toBe('other');
 		store.collected(a.held);
 		// Collected: the same arguments are a new request; the handle is unknown.
-		expect(store.find(a.held.handle)).toBeUndefined();
+		expect(store.find(a.held.handle, 'k')).toBeUndefined();
 		const again = work<string>();
 		expect(store.join('k', again.start, uncertain).joined).toBe(false);
 		expect(again.start).toHaveBeenCalledTimes(1);
@@ -101,11 +101,11 @@ describe('PendingGenerations', () => {
 		done.resolve('x');
 		await held.done;
 		now += PENDING_LIMITS.doneTtlMs - 1;
-		expect(store.find(held.handle)).toBe(held);
+		expect(store.find(held.handle, 'done')).toBe(held);
 		now += 2;
-		expect(store.find(held.handle)).toBeUndefined();
+		expect(store.find(held.handle, 'done')).toBeUndefined();
 		now += 10 * HOUR_MS;
-		expect(store.find(running.handle)).toBe(running);
+		expect(store.find(running.handle, 'running')).toBe(running);
 	});
 
 	it('never holds more than maxEntries: settled entries go first, then the oldest running', async () => {
@@ -118,11 +118,11 @@ describe('PendingGenerations', () => {
 		store.join('c', work<string>().start, uncertain);
 		store.join('d', work<string>().start, uncertain);
 		expect(store.size).toBe(3);
-		expect(store.find(b.handle)).toBeUndefined();
-		expect(store.find(a.handle)).toBe(a);
+		expect(store.find(b.handle, 'b')).toBeUndefined();
+		expect(store.find(a.handle, 'a')).toBe(a);
 		store.join('e', work<string>().start, uncertain);
 		expect(store.size).toBe(3);
-		expect(store.find(a.handle)).toBeUndefined();
+		expect(store.find(a.handle, 'a')).toBeUndefined();
 	});
 
 	it('finds by handle first, then by key, and never starts anything', () => {
@@ -153,7 +153,7 @@ const answer = { body: { ok: true, turn_id: 't_1' }, status: 200, requestId: 're
 describe('requestDigest', () => {
 	const body = { prompt: 'a mug', model: 'auto', ratio: '3:4', n: 1, purpose_id: 'free' };
 
-	it('depends on what was asked and the credential, not on key order', () => {
+	it('depends on what was asked and the asker, not on key order', () => {
 		const reordered = { n: 1, purpose_id: 'free', ratio: '3:4', model: 'auto', prompt: 'a mug' };
 		expect(requestDigest(reordered, 'c1')).toBe(requestDigest(body, 'c1'));
 		expect(requestDigest({ ...body, prompt: 'a cup' }, 'c1')).not.toBe(requestDigest(body, 'c1'));
@@ -170,8 +170,14 @@ describe('RunMemory', () => {
 	it('keeps records per run and item in the store, and tells runs apart', () => {
 		const store: Record<string, unknown> = {};
 		const first = new RunMemory(store, 0, 'e1');
-		first.remember(1, 'd1', { kind: 'generated', answer });
-		expect(first.recall(1)).toEqual({ kind: 'generated', answer, digest: 'd1', executionId: 'e1' });
+		first.remember(1, { digest: 'd1', fingerprint: 'f1' }, { kind: 'generated', answer });
+		expect(first.recall(1)).toEqual({
+			kind: 'generated',
+			answer,
+			digest: 'd1',
+			fingerprint: 'f1',
+			executionId: 'e1',
+		});
 		expect(first.recall(0)).toBeUndefined();
 		expect(new RunMemory(store, 1, 'e1').recall(1)).toBeUndefined();
 		// A retried execution reads the copy of the store under its own id.
@@ -183,7 +189,11 @@ describe('RunMemory', () => {
 	it('forgets earlier runs, never the current or later ones', () => {
 		const store: Record<string, unknown> = {};
 		for (const run of [0, 1, 2])
-			new RunMemory(store, run, 'e1').remember(0, 'd', { kind: 'generated', answer });
+			new RunMemory(store, run, 'e1').remember(
+				0,
+				{ digest: 'd', fingerprint: 'f' },
+				{ kind: 'generated', answer },
+			);
 		new RunMemory(store, 1, 'e1').forgetEarlierRuns();
 		expect(Object.keys(store[MEMORY_KEY] as object)).toEqual(['1', '2']);
 	});
@@ -192,10 +202,14 @@ describe('RunMemory', () => {
 		const store: Record<string, unknown> = { [MEMORY_KEY]: 'garbage' };
 		const memory = new RunMemory(store, 0, 'e1');
 		expect(memory.recall(0)).toBeUndefined();
-		memory.remember(0, 'd', {
-			kind: 'refused',
-			failure: { code: 'invalid_request', charge: 'not_charged', reason: 'what failed' },
-		});
+		memory.remember(
+			0,
+			{ digest: 'd', fingerprint: 'f' },
+			{
+				kind: 'refused',
+				failure: { code: 'invalid_request', charge: 'not_charged', reason: 'what failed' },
+			},
+		);
 		expect(memory.recall(0)?.kind).toBe('refused');
 	});
 });

@@ -18,6 +18,7 @@ import {
 	describePrice,
 } from '../../../shared/catalog';
 import { maxFileSizeOption } from '../../fileSize';
+import { DURABLE_LIMITS } from './durable';
 
 const GPT_MODELS = MODELS.filter((model) => model.usesQuality).map((model) => model.id);
 
@@ -45,6 +46,14 @@ export const generateOptions: INodeProperties[] = [
 			'As a tool: answer within this time, with the images or with "still running" and a handle; the generation goes on and a call with the same arguments (or the handle) collects it, charged once. Unset: 45 under an MCP Server Trigger (clients give a call 60 s), no bound under an AI Agent. 0 = wait for the images.',
 	},
 	{
+		displayName: 'Clear Idempotency Key',
+		name: 'clearIdempotencyKey',
+		type: 'boolean',
+		default: false,
+		description:
+			'Whether to forget this item’s Idempotency Key before sending, so that a key already used generates (and is charged) again. Turn it on for one run, then off.',
+	},
+	{
 		displayName: 'Collect Handle',
 		name: 'handle',
 		type: 'string',
@@ -69,6 +78,14 @@ export const generateOptions: INodeProperties[] = [
 		default: true,
 		description:
 			'Whether to attach the generated images as binary data (image_0, image_1, …). When the node runs as an AI agent’s tool, images are not downloaded unless this option is added and on: the agent only sees the JSON.',
+	},
+	{
+		displayName: 'Idempotency Key',
+		name: 'idempotencyKey',
+		type: 'string',
+		default: '',
+		placeholder: '={{ $json.sku }}-{{ $today.toISODate() }}',
+		description: `A key for this item’s generation, such as the product and the day. A key this node already sent is never sent again, by any execution (new, retried or after n8n stopped), until Clear Idempotency Key is used; the item then fails with code idempotency_key_used, charge not_sent. Kept in n8n’s database with the node’s newest ${DURABLE_LIMITS.maxEntries.toLocaleString('en-US')} records; empty = no key.`,
 	},
 	{
 		displayName: 'Image Links',

@@ -1,10 +1,11 @@
 /**
- * Generate's run: plan → replay or join a held generation, else reserve → send → settle → output.
- * Every item is planned (read and checked) before the first request, so a bad row in a batch costs
- * nothing; items then run with bounded concurrency on the item loop, output in input order.
- * Can an item be charged twice? Only `send` spends, and only when replay.ts finds nothing that was
- * or may have been paid for (a replay or a join reserves nothing); the transport itself resends a
- * generation only after `429` or a connection refused before anything left.
+ * Generate's run: plan → replay or join a held generation, else record → reserve → send → settle →
+ * output. Every item is planned (read and checked) before the first request, so a bad row in a
+ * batch costs nothing; items then run with bounded concurrency on the item loop, output in input
+ * order. Can an item be charged twice? Only `send` spends, and only when replay.ts finds nothing that
+ * was or may have been paid for (a replay or a join reserves nothing) and the send is recorded where
+ * it survives n8n being killed (durable.ts); the transport itself resends a generation only after
+ * `429` or a connection refused before anything left.
  */
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
@@ -13,10 +14,17 @@ import { addHints, asNodeError, eachItem } from '../../items';
 import { runsAsTool } from '../../tool';
 import { type Connection, generate, getConnection } from '../../../transport';
 import { reserveCredits } from './credits';
-import { type Answered, type Finish, type GenerateResponse, outputOf } from './output';
+import { DurableRecord, runName, sendValues } from './durable';
+import {
+	type Answered,
+	type Finish,
+	type GenerateResponse,
+	chargedCredits,
+	outputOf,
+} from './output';
 import { type ItemPlan, type ItemRun, planItem } from './plan';
-import { answerFor, heldAnswer, openMemory } from './replay';
-import type { RunMemory } from './stores';
+import { answerFor, heldAnswer, itemDigest, openMemory, runIndexOf } from './replay';
+import { type RunMemory, requestDigest } from './stores';
 
 /** What every item of one node run shares. */
 interface Run {
@@ -24,6 +32,12 @@ interface Run {
 	connection: Connection;
 	asTool: boolean;
 	memory: RunMemory;
+	durable: DurableRecord;
+	/** What the durable record calls this run (durable.ts `runName`), and the node's run index. */
+	run: string;
+	runIndex: number;
+	/** Per item: how many earlier items of the run ask exactly the same. */
+	occurrence: number[];
 	/** Items answered from the memory instead of being sent. */
 	replayed: number[];
 }
@@ -36,8 +50,8 @@ async function send({ ctx, connection, itemIndex, plan: { request, options } }: 
 		const { acceptLanguage, timeoutMs } = options;
 		const call = { itemIndex, acceptLanguage, timeoutMs };
 		const answer = await generate<GenerateResponse>(ctx, connection, { ...request.body }, call);
-		const charged = Number(answer.body.credits_charged);
-		settle(Number.isFinite(charged) ? charged : estimate);
+		// A figure off contract (null, negative, text) counts as the estimate: caps hold (output.ts says so).
+		settle(chargedCredits(answer.body) ?? estimate);
 		return answer;
 	} catch (error) {
 		settle(mayHaveBeenCharged(errorFacts(error)) ? estimate : 0);
@@ -45,19 +59,38 @@ async function send({ ctx, connection, itemIndex, plan: { request, options } }: 
 	}
 }
 
+/** Records the item's send in n8n's database (durable.ts); clears its Idempotency Key first if asked. */
+async function claim(run: Run, item: ItemRun) {
+	const { ctx, itemIndex, plan } = item;
+	const { idempotencyKey, clearIdempotencyKey } = plan.options;
+	const { values, tool } = sendValues({
+		asTool: run.asTool,
+		run: run.run,
+		runIndex: run.runIndex,
+		digest: itemDigest(ctx, item),
+		requestOnly: requestDigest({ body: plan.request.body, language: plan.options.acceptLanguage }),
+		occurrence: run.occurrence[itemIndex],
+		idempotencyKey,
+		now: Date.now(),
+	});
+	if (clearIdempotencyKey && idempotencyKey) await run.durable.forget(values.slice(-1));
+	return await run.durable.claim(values, tool);
+}
+
 /** Generates an item (or joins or replays its generation). */
 async function generateItem(run: Run, itemIndex: number, plan: ItemPlan): Promise<Answered> {
 	const item: ItemRun = { ...run, itemIndex, plan };
+	const sender = { send: async () => await send(item), claim: async () => await claim(run, item) };
 	// As a tool with an answer bound: join the generation this process holds, or start it.
 	// Otherwise: what an earlier try of this execution got, or a new send.
 	const bound = run.asTool ? plan.options.answerWithinMs : undefined;
 	const answer =
 		bound !== undefined
-			? await heldAnswer(item, bound, async () => await send(item))
-			: await answerFor(item, run.memory, async () => await send(item));
+			? await heldAnswer(item, bound, sender)
+			: await answerFor(item, run.memory, sender);
 	if ('running' in answer) {
 		const running = [{ json: answer.running, pairedItem: { item: itemIndex } }];
-		return { turn: answer.running.turn_id, finish: async () => running };
+		return { paid: undefined, finish: async () => running }; // not paid for yet
 	}
 	if ('replayed' in answer) run.replayed.push(itemIndex);
 	return outputOf(item, answer);
@@ -74,6 +107,18 @@ async function finishLater(
 	return await eachItem(ctx, items, async (itemIndex) => {
 		const error = errors.get(itemIndex);
 		return (await later.get(itemIndex)?.()) ?? (error ? [error] : []);
+	});
+}
+
+/** Per item, how many earlier items ask exactly the same: identical items are separate sends. */
+function occurrences(ctx: IExecuteFunctions, plans: Array<ItemPlan | Error>): number[] {
+	const seen = new Map<string, number>();
+	return plans.map((plan, itemIndex) => {
+		if (plan instanceof Error) return 0;
+		const digest = itemDigest(ctx, { itemIndex, plan });
+		const count = seen.get(digest) ?? 0;
+		seen.set(digest, count + 1);
+		return count;
 	});
 }
 
@@ -106,13 +151,6 @@ export async function execute(
 ): Promise<INodeExecutionData[]> {
 	const continueOnFail = this.continueOnFail();
 	const asTool = runsAsTool(this);
-	const run: Run = {
-		ctx: this,
-		connection: await getConnection(this),
-		asTool,
-		memory: openMemory(this, asTool),
-		replayed: [],
-	};
 	const plans = items.map((_item, itemIndex): ItemPlan | Error => {
 		try {
 			return planItem(this, itemIndex);
@@ -121,6 +159,17 @@ export async function execute(
 			return error as Error;
 		}
 	});
+	const run: Run = {
+		ctx: this,
+		connection: await getConnection(this),
+		asTool,
+		memory: openMemory(this, asTool),
+		durable: new DurableRecord(this),
+		run: runName(this),
+		runIndex: runIndexOf(this),
+		occurrence: occurrences(this, plans),
+		replayed: [],
+	};
 	const first = plans.find((plan): plan is ItemPlan => !(plan instanceof Error));
 	const lanes = first?.options.concurrency ?? 1;
 	// One lane: downloads wait for the last generation at no cost in time, and back to back their
@@ -135,8 +184,8 @@ export async function execute(
 			async (itemIndex) => {
 				const plan = plans[itemIndex];
 				if (plan instanceof Error) throw plan;
-				const { turn, finish } = await generateItem(run, itemIndex, plan);
-				if (turn) paid.push(String(turn));
+				const { paid: label, finish } = await generateItem(run, itemIndex, plan);
+				if (label) paid.push(label);
 				if (!later) return await finish();
 				later.set(itemIndex, finish);
 				return [];

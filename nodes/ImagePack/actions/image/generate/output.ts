@@ -84,6 +84,17 @@ export function readAnswer(body: IDataObject, requested: number): ReadAnswer {
 	return { images, warnings, problems };
 }
 
+/**
+ * What the service says it charged, when that is a number of credits (finite, not negative);
+ * anything else is off contract and the caps count the estimate instead (execute.ts).
+ */
+export function chargedCredits(body: IDataObject): number | undefined {
+	const charged = body.credits_charged;
+	return typeof charged === 'number' && Number.isFinite(charged) && charged >= 0
+		? charged
+		: undefined;
+}
+
 /** One entry of `image_links`: the link and until when it works, or why there is none. */
 export interface ImageLink extends IDataObject {
 	id: string | null;
@@ -153,6 +164,11 @@ function resultOf(
 	};
 	const budget = creditBudget(ctx, options.maxCreditsPerExecution);
 	if (budget) result.credit_budget = budget;
+	if (!answer.unreadable && chargedCredits(answer.body) === undefined) {
+		read.problems.push(
+			`credits_charged is ${JSON.stringify(answer.body.credits_charged) ?? 'missing'}, not a number of credits: the credit caps count the estimate (${request.creditsEstimated})`,
+		);
+	}
 	const hints = read.warnings.map(
 		(warning) =>
 			`Item ${itemIndex}: ${String(warning.type)} ${String(warning.feature)}: ${String(warning.details ?? '')}`,
@@ -207,6 +223,12 @@ function outputItems(
 		const shared = { ...result };
 		delete shared.images;
 		delete shared.image_links;
+		// Paid with no image to show: still one item, with what was charged and why.
+		if (!images.length) {
+			return [
+				{ json: { ...shared, image: null, image_index: null }, pairedItem: { item: itemIndex } },
+			];
+		}
 		return images.map((image, index) => ({
 			json: {
 				...shared,
@@ -234,9 +256,12 @@ function outputItems(
 /** What is left of an item once its generation is answered: downloads, links, output items. */
 export type Finish = () => Promise<INodeExecutionData[]>;
 
-/** A generation answered: `turn` is what was paid for, if anything; `finish` the rest of the item. */
+/**
+ * A generation answered: `paid` names what was paid for (its turn, else the item and request id),
+ * unset while it is still running; `finish` is the rest of the item.
+ */
 export interface Answered {
-	turn: unknown;
+	paid: string | undefined;
 	finish: Finish;
 }
 
@@ -256,5 +281,9 @@ export function outputOf(item: ItemRun, answer: Answer<GenerateResponse>): Answe
 		if (options.imageLinks ?? item.asTool) await addImageLinks(item, read.images, result);
 		return outputItems(item.itemIndex, result, read.images, binaries, options.splitImages);
 	};
-	return { turn: result.turn_id, finish };
+	const paid =
+		typeof result.turn_id === 'string' && result.turn_id
+			? result.turn_id
+			: `item ${item.itemIndex} (request id ${answer.requestId ?? 'unknown'}, answer not as documented)`;
+	return { paid, finish };
 }

@@ -31,6 +31,28 @@ export interface ItemPlan {
 
 const LANGUAGES = ['en', 'zh-CN'];
 
+/** The longest Idempotency Key: a product id with a date fits many times over. */
+export const MAX_IDEMPOTENCY_KEY_LENGTH = 500;
+
+/** The user's Idempotency Key: text (a number is taken as written); '' when unset. */
+function idempotencyKeyOf(value: unknown): string {
+	if (value === undefined || value === null) return '';
+	if (typeof value !== 'string' && typeof value !== 'number') {
+		throw new ValidationIssue(
+			'idempotencyKey',
+			`Idempotency Key must be text, such as {{ $json.sku }}-{{ $today.toISODate() }} (got ${Array.isArray(value) ? 'a list' : typeof value})`,
+		);
+	}
+	const key = String(value).trim();
+	if (key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+		throw new ValidationIssue(
+			'idempotencyKey',
+			`Idempotency Key is ${key.length} characters long; at most ${MAX_IDEMPOTENCY_KEY_LENGTH} are allowed`,
+		);
+	}
+	return key;
+}
+
 function checkedOptions(raw: Record<string, unknown>, underMcp: boolean) {
 	const language = String(raw.acceptLanguage ?? 'en');
 	if (!LANGUAGES.includes(language)) {
@@ -60,6 +82,8 @@ function checkedOptions(raw: Record<string, unknown>, underMcp: boolean) {
 		maxCreditsPerItem: number('maxCreditsPerItem'), // checked here, with the request (request.ts)
 		maxCreditsPerHour: number('maxCreditsPerHour'),
 		handle: String(raw.handle ?? '').trim(), // as a tool: a held generation to collect
+		idempotencyKey: idempotencyKeyOf(raw.idempotencyKey),
+		clearIdempotencyKey: raw.clearIdempotencyKey === true,
 		maxFileBytes: Math.floor(number('maxFileSizeMb') * 1024 * 1024),
 		resendUncertain: raw.resendUncertain === true,
 		splitImages: Boolean(raw.splitImages),

@@ -1,20 +1,28 @@
 /**
  * Was this generation paid for already? Before an item is sent, what an earlier send of the same
  * request came to is looked up in one of two places, each with its own lifetime (stores.ts), and
- * decides: only when nothing was paid for, or nothing can have been, is `send` called (execute.ts:
- * reserve → send → settle). A replay or a join costs nothing and reserves nothing.
+ * decides: only when nothing was paid for, or nothing can have been, is the send recorded where it
+ * survives n8n being killed (durable.ts) and then made (execute.ts: reserve → send → settle). A
+ * replay or a join costs nothing and reserves nothing.
+ *
+ * Who asks is the account behind the key: every record carries the key's fingerprint, and a record
+ * made under another key is returned only once the API confirms that key's account is this one (its
+ * file answers this key with a signed link, `proveOwnership`); otherwise it is reported uncertain.
  *
  * - Earlier tries of this execution (`answerFor`): n8n's Retry On Fail runs the node again with the
  *   same input items and tells it nothing; Executions → Retry starts a new execution from a copy of
  *   the failed one's data, context data included, and runs the failed node under the same run index
  *   (n8n 2.41.1, workflow-execute.js). So each item's outcome is kept in the node's execution context
- *   data, by run index and item, with a digest of what was asked (changed parameters are a new
- *   generation) and the execution it happened in.
+ *   data, by run index and item, with a digest of what was asked (changed parameters, or another
+ *   Accept Language, are a new generation), the key's fingerprint and the execution it happened in.
+ *   That record decides first; the durable record is consulted only for an item it does not hold
+ *   (n8n stopped before the node could finish, so nothing was saved).
  * - Generations this n8n process holds for tool callers (`heldAnswer`): an MCP client gives a call
  *   60 s, a generation takes up to 5 minutes. A tool call with an answer bound joins the generation
  *   held for the same credential and request, or starts it, and answers within the bound with the
  *   images or "still running" and a handle; a repeat call, the handle, or n8n's tool retry joins the
- *   same generation instead of paying for another.
+ *   same generation instead of paying for another. A handle answers only the request, key and node
+ *   it was made for.
  *
  * Both keep one vocabulary, and one rule sorts a failure (`failureOutcome`):
  * - generated: returned again, never sent again;
@@ -25,7 +33,7 @@
  */
 import { type IDataObject, type IExecuteFunctions, sleep } from 'n8n-workflow';
 
-import { rule } from '../../../shared/codes';
+import { type Code, rule } from '../../../shared/codes';
 import {
 	type ChargeOutcome,
 	chargeHint,
@@ -34,9 +42,10 @@ import {
 	imagePackError,
 	mayHaveBeenCharged,
 } from '../../../shared/errors';
-import { asNodeError } from '../../items';
+import { addHints, asNodeError } from '../../items';
 import { contextData, isToolExecution } from '../../tool';
-import type { Answer } from '../../../transport';
+import { type Answer, proveOwnership } from '../../../transport';
+import { type Claim, RecordError, keyValue } from './durable';
 import type { GenerateResponse } from './output';
 import type { ItemRun } from './plan';
 import {
@@ -62,21 +71,33 @@ export function failureOutcome<F>(failure: F, facts: { charge: ChargeOutcome }):
 export type Decision =
 	| { action: 'send' }
 	| { action: 'replay'; answer: StoredAnswer }
+	/** Generated under another key: returned only if the API confirms the account (`proven`). */
+	| { action: 'prove'; memo: Memo & { kind: 'generated' } }
 	| { action: 'report'; memo: Memo & { kind: 'uncertain' | 'refused' }; sameExecution: boolean };
+
+/** What an item asks, and by whom. */
+export interface Asked {
+	digest: string;
+	fingerprint: string;
+	executionId: string;
+	resendUncertain: boolean;
+}
 
 /**
  * What to do with an item: `memo` is what an earlier try (or the execution this one retries)
- * recorded for it. A generated item comes back as it was; an uncertain one is never sent again by
- * the same execution, and by a retried one only when the user asks for it after checking the
- * session; a refused one is sent again by a retried execution (its cause may have been fixed) and,
- * within one execution, only when another try can pass.
+ * recorded for it. A generated item comes back as it was (made under another key: once the account
+ * is confirmed); an uncertain one is never sent again by the same execution, and by a retried one
+ * only when the user asks for it after checking the session; a refused one is sent again by a
+ * retried execution (its cause may have been fixed) and, within one execution, only when another try
+ * can pass.
  */
-export function decide(
-	memo: Memo | undefined,
-	asked: { digest: string; executionId: string; resendUncertain: boolean },
-): Decision {
+export function decide(memo: Memo | undefined, asked: Asked): Decision {
 	if (!memo || memo.digest !== asked.digest) return { action: 'send' };
-	if (memo.kind === 'generated') return { action: 'replay', answer: memo.answer };
+	if (memo.kind === 'generated') {
+		return memo.fingerprint === asked.fingerprint
+			? { action: 'replay', answer: memo.answer }
+			: { action: 'prove', memo };
+	}
 	const sameExecution = memo.executionId === asked.executionId;
 	if (memo.kind === 'uncertain') {
 		return sameExecution || !asked.resendUncertain
@@ -92,7 +113,7 @@ export function decide(
  * of an agent, the same for every Retry On Fail try and for a retried execution's rerun of the
  * failed run.
  */
-function runIndexOf(ctx: IExecuteFunctions): number {
+export function runIndexOf(ctx: IExecuteFunctions): number {
 	try {
 		const value: unknown = ctx.getWorkflowDataProxy(0).$runIndex;
 		if (typeof value === 'number') return value;
@@ -120,14 +141,17 @@ export function openMemory(ctx: IExecuteFunctions, asTool: boolean): RunMemory {
 }
 
 /**
- * Who asks, besides the body: the credential (another account's generation is not this one's to
- * return) and, for an AI Agent 3.x tool call, the model's call id, so that two identical calls are
- * two generations even if n8n ever gave them one run index; a Retry On Fail try keeps the item.
+ * What an item asks: the body and the language of the answer's warnings, and for an AI Agent 3.x
+ * tool call the model's call id, so that two identical calls are two generations even if n8n ever
+ * gave them one run index. Who asks is not in it: that is the key's fingerprint, kept beside it.
  */
-function askedBy(ctx: IExecuteFunctions, itemIndex: number): string {
-	const credential = String(ctx.getNode().credentials?.imagePackApi?.id ?? '');
+export function itemDigest(
+	ctx: IExecuteFunctions,
+	{ itemIndex, plan }: Pick<ItemRun, 'itemIndex' | 'plan'>,
+) {
 	const toolCallId: unknown = ctx.getInputData()[itemIndex]?.json?.toolCallId;
-	return typeof toolCallId === 'string' ? `${credential} ${toolCallId}` : credential;
+	const request = { body: plan.request.body, language: plan.options.acceptLanguage };
+	return requestDigest(request, typeof toolCallId === 'string' ? toolCallId : '');
 }
 
 /** The failure an earlier try (or the failed execution this one retries) met, reported again. */
@@ -158,33 +182,133 @@ function reportAgain(
 	});
 }
 
+/** An item not sent because a record says it was, or may have been, paid for: `code` says which. */
+function notSentAgain(
+	{ ctx, itemIndex, plan }: Pick<ItemRun, 'ctx' | 'itemIndex' | 'plan'>,
+	code: Extract<Code, 'interrupted_send' | 'other_key' | 'idempotency_key_used'>,
+	detail = '',
+) {
+	const sessionId = plan.request.body.session_id;
+	const where = sessionId
+		? `session ${sessionId}`
+		: 'the account\'s sessions titled "API generation"';
+	const words = {
+		interrupted_send: `Not sent again: an earlier attempt that n8n did not finish (n8n stopped, restarted or lost a worker) sent this generation, so it may have been charged; look in ${where} on the website`,
+		other_key: `Not sent again: an earlier try made this generation under another API key, and the account behind this key could not be confirmed as the same (${detail}), so neither its images are returned nor is it paid for again; look in ${where} on the website`,
+		idempotency_key_used: `Not sent: the Idempotency Key "${plan.options.idempotencyKey.slice(0, 80)}" was already used by this node (by this or an earlier execution), and a used key is never sent again`,
+	}[code];
+	const next =
+		code === 'idempotency_key_used'
+			? 'To generate it anyway, use another key, or turn on Options → Clear Idempotency Key for one run.'
+			: 'If it did not run, turn on Options → Resend Uncertain Generations and retry to send it.';
+	const charge = code === 'idempotency_key_used' ? 'not_sent' : 'may_have_been_charged';
+	return imagePackError(
+		ctx.getNode(),
+		{ code, charge, itemIndex, sessionId },
+		{ message: words, description: next },
+	);
+}
+
+/**
+ * Records the send before it is made (durable.ts); `consult`: whether what earlier attempts left
+ * there decides (only when the execution's own record holds nothing for the item). Nothing is sent
+ * when the record cannot be written.
+ */
+async function recordSend(
+	item: ItemRun,
+	claim: () => Promise<Claim>,
+	consult: boolean,
+): Promise<Claim> {
+	const { ctx, itemIndex, plan } = item;
+	let claimed: Claim;
+	try {
+		claimed = await claim();
+	} catch (error) {
+		if (!(error instanceof RecordError)) throw error;
+		throw imagePackError(
+			ctx.getNode(),
+			{ code: 'record_failed', charge: 'not_sent', itemIndex },
+			{
+				message: `Not sent: the record that keeps this generation from being paid twice if n8n stops could not be written (${error.message})`,
+				description:
+					"The node writes it to n8n's database before every generation. A workflow must be saved first; otherwise try again in a moment.",
+			},
+		);
+	}
+	if (!consult || claimed.earlier.size === 0) return claimed;
+	const { idempotencyKey, clearIdempotencyKey, resendUncertain } = plan.options;
+	const keyUsed = idempotencyKey !== '' && claimed.earlier.has(keyValue(idempotencyKey));
+	const sentBefore = [...claimed.earlier].some((value) => value !== keyValue(idempotencyKey));
+	if (sentBefore && !resendUncertain) {
+		await claimed.release('all');
+		throw notSentAgain(item, 'interrupted_send');
+	}
+	if (keyUsed && !clearIdempotencyKey) {
+		await claimed.release('all');
+		throw notSentAgain(item, 'idempotency_key_used');
+	}
+	return claimed;
+}
+
+/** A generation made under another key: returned if the API confirms the account, else reported. */
+async function proven(
+	item: ItemRun,
+	{ memo }: Extract<Decision, { action: 'prove' }>,
+	resendUncertain: boolean,
+): Promise<Decision> {
+	const images = (memo.answer.body as { images?: unknown }).images;
+	const first = Array.isArray(images) ? (images[0] as { url?: unknown } | undefined) : undefined;
+	const { verdict, reason } =
+		typeof first?.url === 'string'
+			? await proveOwnership(item.ctx, item.connection, { fileUrl: first.url }, item)
+			: { verdict: 'unknown', reason: 'the answer holds no file to ask about' };
+	if (verdict === 'same') {
+		addHints(item.ctx, [
+			`Item ${item.itemIndex}: generated by an earlier try under another API key of the same account (${reason}); returned without being sent again.`,
+		]);
+		return { action: 'replay', answer: memo.answer };
+	}
+	if (resendUncertain) return { action: 'send' };
+	throw notSentAgain(item, 'other_key', reason);
+}
+
 /**
  * The item's paid answer: the one an earlier try got (returned, not sent again: `replayed`), or what
- * `send` gets now; an item an earlier try may have paid for, or saw refused for good, fails again
- * without being sent. What happens is remembered for the next try.
+ * `send` gets now, recorded first (`claim`); an item an earlier try may have paid for, or saw
+ * refused for good, fails again without being sent. What happens is remembered for the next try.
  */
 export async function answerFor(
-	{ ctx, itemIndex, plan: { request, options } }: ItemRun,
+	item: ItemRun,
 	memory: RunMemory,
-	send: () => Promise<Generated>,
+	{ send, claim }: { send: () => Promise<Generated>; claim: () => Promise<Claim> },
 ): Promise<Generated & { replayed?: true }> {
-	const digest = requestDigest(request.body, askedBy(ctx, itemIndex));
-	const decision = decide(memory.recall(itemIndex), {
-		digest,
+	const { ctx, connection, itemIndex, plan } = item;
+	const asked = {
+		digest: itemDigest(ctx, item),
+		fingerprint: connection.fingerprint,
 		executionId: memory.executionId,
-		resendUncertain: options.resendUncertain,
-	});
-	if (decision.action === 'replay') return { ...(decision.answer as Generated), replayed: true };
+		resendUncertain: plan.options.resendUncertain,
+	};
+	const memo = memory.recall(itemIndex);
+	let decision = decide(memo, asked);
+	if (decision.action === 'prove') decision = await proven(item, decision, asked.resendUncertain);
+	if (decision.action === 'replay') {
+		memory.remember(itemIndex, asked, { kind: 'generated', answer: decision.answer });
+		return { ...(decision.answer as Generated), replayed: true };
+	}
 	if (decision.action === 'report') throw reportAgain(ctx, itemIndex, decision);
+	const claimed = await recordSend(item, claim, !memo);
 	try {
 		const answer = await send();
 		const { body, status, requestId, unreadable } = answer; // JSON only: nothing downloaded
 		const stored = { body, status, requestId, unreadable };
-		memory.remember(itemIndex, digest, { kind: 'generated', answer: stored });
+		memory.remember(itemIndex, asked, { kind: 'generated', answer: stored });
+		await claimed.release('tool'); // a tool caller has its answer; a run's send stays recorded
 		return answer;
 	} catch (error) {
 		const facts = errorFacts(error);
-		memory.remember(itemIndex, digest, failureOutcome(facts, facts));
+		memory.remember(itemIndex, asked, failureOutcome(facts, facts));
+		if (!mayHaveBeenCharged(facts)) await claimed.release('all');
 		throw asNodeError(ctx, error, itemIndex);
 	}
 }
@@ -225,22 +349,46 @@ function stillRunning({ ctx, plan }: ItemRun, held: Held<Generated>, boundMs: nu
 export async function heldAnswer(
 	item: ItemRun,
 	boundMs: number,
-	send: () => Promise<Generated>,
+	{ send, claim }: { send: () => Promise<Generated>; claim: () => Promise<Claim> },
 ): Promise<Generated | { running: IDataObject }> {
 	const { ctx, connection, itemIndex, plan } = item;
 	const request = { body: plan.request.body, language: plan.options.acceptLanguage };
-	const key = generationKey(connection.baseUrl, connection.apiKey, request);
+	const node = ctx.getNode();
+	const key = generationKey(
+		`${ctx.getWorkflow().id ?? ''} ${node.id}`,
+		connection.fingerprint,
+		request,
+	);
 	const failed = (error: unknown) => failureOutcome(error, errorFacts(error));
+	let claimed: Promise<Claim> | undefined;
+	const start = async () => {
+		claimed = recordSend(item, claim, true);
+		const recorded = await claimed;
+		try {
+			return await send();
+		} catch (error) {
+			if (!mayHaveBeenCharged(errorFacts(error))) await recorded.release('all');
+			throw error;
+		}
+	};
 	const { handle } = plan.options;
-	const held = handle ? pending.find(handle, key) : pending.join(key, send, failed).held;
-	if (!held) {
+	const held = handle ? pending.find(handle, key) : pending.join(key, start, failed).held;
+	if (held === 'other' || !held) {
+		const why =
+			held === 'other'
+				? "was made for other arguments, another API key or another node, so it is not this call's answer"
+				: `is not held by this n8n process: it was collected already, finished more than ${pending.limits.doneTtlMs / 60_000} minutes ago, n8n restarted, or another queue-mode worker ran it`;
 		throw imagePackError(
-			ctx.getNode(),
+			node,
 			{ code: 'unknown_handle', charge: 'not_sent', itemIndex },
 			{
-				message: `No generation with handle "${handle.slice(0, 40)}" is held by this n8n process: it was collected already, finished more than ${pending.limits.doneTtlMs / 60_000} minutes ago, n8n restarted, or another queue-mode worker ran it. Nothing was sent. ${chargeHint(plan.request.body.session_id)}; call without the handle only if the user wants a new, charged generation`,
+				message: `The generation with handle "${handle.slice(0, 40)}" ${why}. Nothing was sent. ${chargeHint(plan.request.body.session_id)}; call without the handle only if the user wants a new, charged generation`,
 			},
 		);
+	}
+	if (claimed) {
+		const recorded = claimed.catch(() => undefined);
+		held.onCollect = async () => await (await recorded)?.release('tool');
 	}
 	const outcome = await within(held.done, boundMs);
 	if (!outcome) return { running: stillRunning(item, held, boundMs) };

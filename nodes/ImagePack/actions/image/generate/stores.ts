@@ -4,7 +4,8 @@
  *
  * - `RunMemory`, per execution: one record per item in the node's execution context data.
  * - `PendingGenerations`, per n8n process (the main, or the queue-mode worker that ran the call): per
- *   generation its key (no API key, no credential id in it), a random handle, when it started and
+ *   generation its key (the workflow and node, the key's fingerprint, the request: never the API
+ *   key), a random handle, when it started and
  *   settled, its outcome (the API's JSON, or the error; no binaries). An answer is held until
  *   collected or `doneTtlMs` after it settled, an uncertain failure `failedTtlMs`, a refusal not at
  *   all; at most `maxEntries` (the oldest settled go first, then the oldest running ones, whose
@@ -58,7 +59,16 @@ export interface StoredAnswer {
 /** The facts of a failed request, as `errorFacts` reads them: enough to report it again. */
 export type StoredFailure = ErrorFacts & { reason: string };
 
-export type Memo = Outcome<StoredAnswer, StoredFailure> & { digest: string; executionId: string };
+/**
+ * One item's record: what it came to, what was asked (`digest`), in which execution, and who asked
+ * (`fingerprint`, the key's: a record made under another key is used only once the API confirms the
+ * account, replay.ts).
+ */
+export type Memo = Outcome<StoredAnswer, StoredFailure> & {
+	digest: string;
+	executionId: string;
+	fingerprint?: string;
+};
 
 type RunRecords = Record<string, Memo>;
 
@@ -95,9 +105,13 @@ export class RunMemory {
 		return typeof memo === 'object' && memo !== null ? memo : undefined;
 	}
 
-	remember(itemIndex: number, digest: string, outcome: Outcome<StoredAnswer, StoredFailure>): void {
+	remember(
+		itemIndex: number,
+		asked: { digest: string; fingerprint: string },
+		outcome: Outcome<StoredAnswer, StoredFailure>,
+	): void {
 		const records = (this.runs[this.runIndex] ??= {});
-		records[itemIndex] = { ...outcome, digest, executionId: this.executionId };
+		records[itemIndex] = { ...outcome, ...asked, executionId: this.executionId };
 	}
 }
 
@@ -113,12 +127,16 @@ export interface Held<A> {
 	outcome?: Outcome<A, unknown>;
 	/** Never rejects. */
 	done: Promise<Outcome<A, unknown>>;
+	/** Called once when a caller got the answer (replay.ts clears the durable record then). */
+	onCollect?: () => Promise<void>;
 }
 
-/** The key of one intent: who asks (base URL, hashed API key) and what (the body, canonical). */
-export function generationKey(baseUrl: string, apiKey: string, request: object): string {
-	const keyHash = createHash('sha256').update(apiKey).digest('hex');
-	return requestDigest(request, `${baseUrl} ${keyHash}`);
+/**
+ * The key of one held intent: where it is asked (the workflow's node: two agents, or two workflows,
+ * with the same arguments are two generations), who asks (the key's fingerprint) and what.
+ */
+export function generationKey(place: string, fingerprint: string, request: object): string {
+	return requestDigest(request, `${place} ${fingerprint}`);
 }
 
 export class PendingGenerations<A> {
@@ -156,16 +174,26 @@ export class PendingGenerations<A> {
 		return { held, joined: false };
 	}
 
-	/** What a handle names, else what is held under `key`; never starts anything. */
-	find(handle: string, key?: string): Held<A> | undefined {
+	/**
+	 * What a handle names, if it was made for `key` (this request, this key, this node), else what is
+	 * held under `key`: `other` when the handle names a generation made for something else; never
+	 * starts anything.
+	 */
+	find(handle: string, key: string): Held<A> | 'other' | undefined {
 		this.sweep(0);
-		for (const held of this.held.values()) if (held.handle === handle) return held;
-		return key === undefined ? undefined : this.held.get(key);
+		for (const held of this.held.values()) {
+			if (held.handle === handle) return held.key === key ? held : 'other';
+		}
+		return this.held.get(key);
 	}
 
 	/** A caller got it: an answer is handed out once (the same arguments then ask anew). */
 	collected(held: Held<A>): void {
-		if (held.outcome?.kind === 'generated') this.drop(held);
+		if (held.outcome?.kind !== 'generated') return;
+		this.drop(held);
+		const collect = held.onCollect;
+		held.onCollect = undefined;
+		void collect?.();
 	}
 
 	private settle(held: Held<A>, outcome: Outcome<A, unknown>): Outcome<A, unknown> {

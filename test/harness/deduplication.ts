@@ -1,0 +1,93 @@
+/**
+ * A stand-in for n8n's deduplication store, which the node uses as its durable record of paid sends
+ * (durable.ts). n8n's own (`DeduplicationHelper` in the `n8n` package, over the `processed_data`
+ * table) needs n8n's database and cannot run in jest, so this one keeps its semantics: one row per
+ * workflow and scope context (`n:<node id>`), MD5 hashes of the values, `maxEntries` drops the
+ * oldest, `removeProcessed` splices, and every call reads the row, awaits, then rewrites it without a
+ * lock — so overlapping calls lose entries exactly as n8n's can. Claims that must hold in n8n itself
+ * (a kill, two processes) are tested in a real n8n (test/e2e/crash.test.mjs).
+ */
+import { createHash } from 'crypto';
+import { DataDeduplicationService } from 'n8n-core';
+import type { ICheckProcessedContextData, ICheckProcessedOptions } from 'n8n-workflow';
+
+type Scope = 'node' | 'workflow';
+
+const rows = new Map<string, string[]>();
+/** Calls made, for tests that count the store's round trips. */
+export const storeCalls = { record: 0, remove: 0 };
+
+function rowKey(scope: Scope, { workflow, node }: ICheckProcessedContextData): string {
+	if (!workflow.id) throw new Error('The workflow must be saved (it has no id)'); // n8n asserts it
+	return `${workflow.id} ${scope === 'node' ? `n:${node?.id ?? ''}` : ''}`;
+}
+
+const hash = (value: string) => createHash('md5').update(value.toString()).digest('base64');
+
+/** The gap between reading a row and writing it back, where n8n's database round trip is. */
+const roundTrip = async () => await new Promise((resolve) => setImmediate(resolve));
+
+const standIn = {
+	async checkProcessedAndRecord(
+		items: string[],
+		scope: Scope,
+		context: ICheckProcessedContextData,
+		options: ICheckProcessedOptions,
+	) {
+		storeCalls.record++;
+		const key = rowKey(scope, context);
+		const data = [...(rows.get(key) ?? [])];
+		await roundTrip();
+		const seen = new Set(data);
+		const result = { new: [] as string[], processed: [] as string[] };
+		for (const item of items) {
+			if (seen.has(hash(item))) result.processed.push(item);
+			else {
+				result.new.push(item);
+				data.push(hash(item));
+			}
+		}
+		if (options.maxEntries) data.splice(0, data.length - options.maxEntries);
+		rows.set(key, data);
+		return result;
+	},
+	async removeProcessed(items: string[], scope: Scope, context: ICheckProcessedContextData) {
+		storeCalls.remove++;
+		const key = rowKey(scope, context);
+		const data = [...(rows.get(key) ?? [])];
+		await roundTrip();
+		for (const value of items.map(hash)) {
+			const index = data.indexOf(value);
+			if (index !== -1) data.splice(index, 1);
+		}
+		rows.set(key, data);
+	},
+	async clearAllProcessedItems(scope: Scope, context: ICheckProcessedContextData) {
+		rows.delete(rowKey(scope, context));
+	},
+	async getProcessedDataCount(scope: Scope, context: ICheckProcessedContextData) {
+		return rows.get(rowKey(scope, context))?.length ?? 0;
+	},
+	async checkProcessedItemsAndRecord(): Promise<never> {
+		throw new Error('not used by this package');
+	},
+};
+
+/** Installs the stand-in once per module registry (jest gives each test file its own). */
+export function installDeduplicationStore(): void {
+	try {
+		DataDeduplicationService.getInstance();
+	} catch {
+		void DataDeduplicationService.init(standIn as never);
+	}
+}
+
+/** Forgets every row (between tests that must not see each other's records). */
+export function clearDeduplicationStore(): void {
+	rows.clear();
+}
+
+/** The number of values recorded for the harness's node (`n:node-under-test`). */
+export function recordedCount(workflowId = 'test-workflow', nodeId = 'node-under-test'): number {
+	return rows.get(`${workflowId} n:${nodeId}`)?.length ?? 0;
+}
