@@ -57,6 +57,11 @@ export interface EngineRun {
 	error?: { message: string; description?: string | null; context?: Record<string, unknown> };
 	/** The execution's context data of the node (`getContext('node')`). */
 	nodeContext: Record<string, unknown>;
+	/**
+	 * What n8n's database held of the execution when it started: all a retry has when n8n was killed
+	 * before any node finished (Save Execution Progress off), resume token included.
+	 */
+	atStart: IRunExecutionData;
 }
 
 let executions = 0;
@@ -96,6 +101,7 @@ async function execute(
 		retryOf,
 	);
 	const extra = { ...additionalData(options.credentials), executionId, hooks };
+	const atStart = JSON.parse(JSON.stringify(data)) as IRunExecutionData;
 	const run = await new WorkflowExecute(extra, mode, data).processRunExecutionData(workflow);
 	const last = run.data.resultData.runData[node.name]?.at(-1);
 	return {
@@ -109,6 +115,7 @@ async function execute(
 			string,
 			unknown
 		>,
+		atStart,
 	};
 }
 
@@ -123,12 +130,37 @@ export async function runInEngine(options: EngineOptions): Promise<EngineRun> {
 }
 
 /**
+ * *Executions → Retry* of an execution n8n was killed in before the node finished (nothing but its
+ * start was saved): the run starts again from its saved start, under the same resume token, with
+ * `changes` as "Retry with currently saved workflow" brings them (the items too: upstream nodes run
+ * again and may return others).
+ */
+export async function retryAfterKill(
+	killed: EngineRun,
+	changes: Partial<Pick<EngineOptions, 'parameters' | 'credentials' | 'runs'>> = {},
+): Promise<EngineRun> {
+	const data = JSON.parse(JSON.stringify(killed.atStart)) as IRunExecutionData;
+	const options = { ...killed.options, ...changes };
+	if (changes.runs || changes.parameters) {
+		const node = nodeOf(options);
+		data.executionData!.nodeExecutionStack = (options.runs ?? [[{ json: {} }]]).map((items) => ({
+			node,
+			data: { main: [items] },
+			source: null,
+		}));
+	}
+	return await execute(options, data, 'retry', killed.executionId);
+}
+
+/**
  * *Executions → Retry* of a failed execution. `parameters`: retry with the saved workflow after the
- * node's parameters were changed (n8n's "Retry with currently saved workflow").
+ * node's parameters were changed (n8n's "Retry with currently saved workflow"); `changes`: the
+ * credential the saved workflow now uses (replaced, or edited) and the node's settings.
  */
 export async function retryExecution(
 	failed: EngineRun,
 	parameters?: INodeParameters,
+	changes: Partial<Pick<EngineOptions, 'credentials' | 'errorOutput' | 'continueOnFail'>> = {},
 ): Promise<EngineRun> {
 	// The database round trip: n8n stores the run as JSON (flatted) and reads a copy back.
 	const data = JSON.parse(JSON.stringify(failed.run.data)) as IRunExecutionData;
@@ -136,8 +168,8 @@ export async function retryExecution(
 	const last = data.resultData.lastNodeExecuted;
 	const runs = last ? data.resultData.runData[last] : undefined;
 	if (runs?.length && runs[runs.length - 1].error !== undefined) runs.pop();
-	const options = parameters ? { ...failed.options, parameters } : failed.options;
-	if (parameters) {
+	const options = { ...failed.options, ...(parameters && { parameters }), ...changes };
+	if (parameters || Object.keys(changes).length) {
 		for (const entry of data.executionData!.nodeExecutionStack) entry.node = nodeOf(options);
 	}
 	return await execute(options, data, 'retry', failed.executionId);

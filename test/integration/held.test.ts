@@ -114,7 +114,7 @@ describe('Generate as a tool under the MCP Server Trigger', () => {
 			generate('held: never sent', { handle: 'gen_000000000000000000' }),
 		).catch((error: Error) => error);
 		expect((failure as Error).message).toMatch(
-			/No generation with handle "gen_000000000000000000" is held by this n8n process.+Error code: unknown_handle\. Nothing was sent and no credits were used\./,
+			/The generation with handle "gen_000000000000000000" is not held by this n8n process.+Error code: unknown_handle\. Nothing was sent and no credits were used\./,
 		);
 		expect(await requests()).toHaveLength(0);
 	});

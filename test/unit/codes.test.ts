@@ -32,6 +32,7 @@ describe('CODES', () => {
 			'internal_error',
 			'network_error',
 			'rate_limited',
+			'record_failed',
 		]);
 	});
 

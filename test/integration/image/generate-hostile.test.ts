@@ -84,3 +84,78 @@ describe('any answer shape after a 200 keeps the paid result', () => {
 		);
 	});
 });
+
+describe('a paid answer always leaves an item, and caps hold against its figures', () => {
+	const noImages = { ...okGeneration(0), credits_charged: 16 };
+
+	it.each([false, true])(
+		'a 2xx with no images (One Item per Image %s): one item with the charge and the request id',
+		async (splitImages) => {
+			api.script(GENERATE, (_request, reply) =>
+				reply.header('x-request-id', 'req_paid').send(noImages),
+			);
+			const output = await run(generate({ options: { splitImages } }));
+			expect(output).toHaveLength(1);
+			expect(output[0].json).toMatchObject({
+				credits_charged: 16,
+				session_id: 's_1',
+				turn_id: 't_1',
+				request_id: 'req_paid',
+			});
+			expect(output[0].pairedItem).toEqual({ item: 0 });
+		},
+	);
+
+	it('a 2xx whose body breaks off (One Item per Image): one item, and the paid note counts it', async () => {
+		api.script(
+			GENERATE,
+			(_request, reply) =>
+				reply.header('x-request-id', 'req_cut').type('application/json').send('{"ok": tr'),
+			(_request, reply) =>
+				reply.code(402).send({ error: { code: 'insufficient_credits', message: '余额不足' } }),
+		);
+		const items = [{ json: {} }, { json: { n: 2 } }];
+		const output = await run(generate({ options: { splitImages: true } }), {
+			items,
+			continueOnFail: true,
+		});
+		expect(output).toHaveLength(2);
+		expect(output[0].json).toMatchObject({ request_id: 'req_cut', image: null });
+		expect(output[1].json.error).toMatchObject({ code: 'insufficient_credits' });
+		api.script(
+			GENERATE,
+			(_request, reply) =>
+				reply.header('x-request-id', 'req_cut').type('application/json').send('{"ok": tr'),
+			(_request, reply) =>
+				reply.code(402).send({ error: { code: 'insufficient_credits', message: '余额不足' } }),
+		);
+		const error = await runError(generate({ prompt: '={{ $json.p }}' }), {
+			items: [{ json: { p: 'first' } }, { json: { p: 'second' } }],
+		});
+		expect(error.description).toMatch(
+			/Generated and charged before this error, not in the output: item 0 \(request id req_cut/,
+		);
+	});
+
+	it.each([null, -40, 'twelve', undefined])(
+		'credits_charged %p counts the estimate against the caps, with a note naming it',
+		async (figure) => {
+			api.script(GENERATE, (_request, reply) =>
+				reply.send({ ...okGeneration(0), credits_charged: figure }),
+			);
+			const items = [{ json: {} }, { json: {} }, { json: {} }];
+			// nano-banana-2 at its default 2K: 16 credits; 16 + 16 fit 40, a third does not.
+			const output = await run(generate({ options: { maxCreditsPerExecution: 40 } }), {
+				items,
+				continueOnFail: true,
+			});
+			expect(api.seen.filter((request) => request.method === 'POST')).toHaveLength(2);
+			expect(output[0].json.answer_problems).toContainEqual(
+				expect.stringMatching(
+					/^credits_charged is .+, not a number of credits: the credit caps count the estimate \(16\)/,
+				),
+			);
+			expect(output[2].json.error).toMatchObject({ code: 'credit_cap_reached' });
+		},
+	);
+});

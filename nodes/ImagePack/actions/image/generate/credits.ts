@@ -125,6 +125,14 @@ export function reserveCredits(
 	let settleHour: (charged: number) => void = () => {};
 	if (maxCreditsPerHour > 0) {
 		const node = `${ctx.getWorkflow().id ?? ''} ${ctx.getNode().id}`;
+		if (estimate > maxCreditsPerHour) {
+			throw capReached(
+				ctx,
+				itemIndex,
+				`This request alone could cost ${estimate} credits, more than Max Credits per Hour (${maxCreditsPerHour}): it can never fit`,
+				'Raise Max Credits per Hour above the request’s estimate, or ask for fewer images, a lower resolution or a cheaper model.',
+			);
+		}
 		const reservation = hourly.reserve(node, estimate, maxCreditsPerHour);
 		if (!reservation.ok) {
 			const minutes = Math.ceil(reservation.freesInMs / 60_000);
@@ -139,6 +147,15 @@ export function reserveCredits(
 	}
 	const ledger = new ExecutionLedger(contextData(ctx, 'flow'));
 	const cap = maxCreditsPerExecution;
+	if (cap > 0 && estimate > cap) {
+		settleHour(0);
+		throw capReached(
+			ctx,
+			itemIndex,
+			`This request alone could cost ${estimate} credits, more than Max Credits per Execution (${cap}): it can never fit`,
+			'Raise Max Credits per Execution above the request’s estimate, or ask for fewer images, a lower resolution or a cheaper model.',
+		);
+	}
 	if (!ledger.reserve(estimate, cap)) {
 		settleHour(0);
 		throw capReached(
