@@ -14,8 +14,8 @@ import type { ICheckProcessedContextData, ICheckProcessedOptions } from 'n8n-wor
 type Scope = 'node' | 'workflow';
 
 const rows = new Map<string, string[]>();
-/** Calls made, for tests that count the store's round trips. */
-export const storeCalls = { record: 0, remove: 0 };
+/** Calls made, for tests that count the store's round trips; `failNext`: calls that throw, as a busy database does. */
+export const storeCalls = { record: 0, remove: 0, failNext: 0 };
 
 function rowKey(scope: Scope, { workflow, node }: ICheckProcessedContextData): string {
 	if (!workflow.id) throw new Error('The workflow must be saved (it has no id)'); // n8n asserts it
@@ -36,6 +36,10 @@ const standIn = {
 	) {
 		storeCalls.record++;
 		const key = rowKey(scope, context);
+		if (storeCalls.failNext > 0) {
+			storeCalls.failNext--;
+			throw new Error('SQLITE_BUSY: database is locked');
+		}
 		const data = [...(rows.get(key) ?? [])];
 		await roundTrip();
 		const seen = new Set(data);
@@ -85,7 +89,11 @@ export function installDeduplicationStore(): void {
 /** Forgets every row (between tests that must not see each other's records). */
 export function clearDeduplicationStore(): void {
 	rows.clear();
+	storeCalls.failNext = 0;
 }
+
+/** The stand-in itself, for the test that shows it races as n8n's store does. */
+export const deduplicationStandIn = standIn;
 
 /** The number of values recorded for the harness's node (`n:node-under-test`). */
 export function recordedCount(workflowId = 'test-workflow', nodeId = 'node-under-test'): number {

@@ -36,12 +36,17 @@ const generate = (prompt: string, options: INodeParameters = {}): INodeParameter
 	options,
 });
 
-async function call(nodeType: INodeType, parameters: INodeParameters, asTool = true) {
+async function call(
+	nodeType: INodeType,
+	parameters: INodeParameters,
+	asTool = true,
+	apiKey = emulator.apiKey,
+) {
 	const [output] = await runNode({
 		nodeType,
 		parameters,
 		items: [{ json: {} }],
-		credentials: { baseUrl: emulator.baseUrl, apiKey: emulator.apiKey },
+		credentials: { baseUrl: emulator.baseUrl, apiKey },
 		asTool,
 	});
 	return output;
@@ -105,6 +110,38 @@ describe('Generate as a tool under the MCP Server Trigger', () => {
 		// What n8n's tool retry (Retry On Fail) does: the same call again.
 		const again = await call(underMcp(), parameters).catch((error: Error) => error);
 		expect((again as Error).message).toBe((first as Error).message);
+		expect(await requests()).toHaveLength(1);
+	});
+
+	it('a handle answers only the request and the key it was made for', async () => {
+		await emulator.control.setLatency('generate', 1_500);
+		const [running] = await call(underMcp(), generate('held: mug', { answerWithinSeconds: 0.2 }));
+		const handle = String(running.json.handle);
+		const other = (await emulator.control.createKey({})).key;
+		const refused = async (prompt: string, apiKey?: string) =>
+			(await call(
+				underMcp(),
+				generate(prompt, { answerWithinSeconds: 0.2, handle }),
+				true,
+				apiKey,
+			).then(
+				() => new Error('answered'),
+				(error: Error) => error,
+			)) as Error;
+		for (const refusal of [await refused('held: another mug'), await refused('held: mug', other)]) {
+			expect(refusal.message).toMatch(
+				/handle "gen_\w+" was made for other arguments, another API key or another node.+Error code: unknown_handle\. Nothing was sent/,
+			);
+		}
+		expect(await requests()).toHaveLength(1);
+		let collected = running;
+		for (let tries = 0; collected.json.status === 'running' && tries < 20; tries++) {
+			[collected] = await call(
+				underMcp(),
+				generate('held: mug', { answerWithinSeconds: 1, handle }),
+			);
+		}
+		expect(collected.json).toMatchObject({ credits_charged: 12 });
 		expect(await requests()).toHaveLength(1);
 	});
 

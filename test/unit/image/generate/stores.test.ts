@@ -67,7 +67,7 @@ describe('PendingGenerations', () => {
 		expect(store.join('k', first.start, uncertain).held).toBe(a.held);
 		expect(store.find(a.held.handle, 'k')).toBe(a.held);
 		expect(store.find(a.held.handle, 'another request')).toBe('other');
-		store.collected(a.held);
+		void store.collected(a.held);
 		// Collected: the same arguments are a new request; the handle is unknown.
 		expect(store.find(a.held.handle, 'k')).toBeUndefined();
 		const again = work<string>();
@@ -81,7 +81,7 @@ describe('PendingGenerations', () => {
 		const held = store.join('lost', lost.start, uncertain).held;
 		lost.reject({ uncertain: true });
 		expect(await held.done).toMatchObject({ kind: 'uncertain' });
-		store.collected(held); // reported to a caller: still held for the next try
+		void store.collected(held); // reported to a caller: still held for the next try
 		expect(store.join('lost', jest.fn(), uncertain).held).toBe(held);
 		now += PENDING_LIMITS.failedTtlMs + 1;
 		expect(store.find(held.handle, 'lost')).toBeUndefined();

@@ -392,7 +392,7 @@ export async function heldAnswer(
 	}
 	const outcome = await within(held.done, boundMs);
 	if (!outcome) return { running: stillRunning(item, held, boundMs) };
-	pending.collected(held);
+	await pending.collected(held);
 	if (outcome.kind === 'generated') return outcome.answer;
 	throw outcome.failure;
 }

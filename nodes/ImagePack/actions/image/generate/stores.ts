@@ -188,12 +188,12 @@ export class PendingGenerations<A> {
 	}
 
 	/** A caller got it: an answer is handed out once (the same arguments then ask anew). */
-	collected(held: Held<A>): void {
+	async collected(held: Held<A>): Promise<void> {
 		if (held.outcome?.kind !== 'generated') return;
 		this.drop(held);
 		const collect = held.onCollect;
 		held.onCollect = undefined;
-		void collect?.();
+		await collect?.();
 	}
 
 	private settle(held: Held<A>, outcome: Outcome<A, unknown>): Outcome<A, unknown> {

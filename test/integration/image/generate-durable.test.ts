@@ -1,0 +1,298 @@
+/**
+ * n8n stops in the middle of a paid batch (issue #40), as far as the harness can show it: n8n's own
+ * engine runs the node against the emulator, and "killed" means what n8n's database then holds — the
+ * execution's start (its resume token) and the deduplication store's records, no context data. The
+ * store is the harness's stand-in for n8n's (test/harness/deduplication.ts), which races like it; the
+ * kill itself, and n8n's own store, are exercised in a real n8n (test/e2e/crash.test.mjs).
+ */
+import type { IDataObject, INodeExecutionData, INodeParameters, INodeType } from 'n8n-workflow';
+
+import { ImagePack } from '../../../nodes/ImagePack/ImagePack.node';
+import { deduplicationStandIn, recordedCount, storeCalls } from '../../harness/deduplication';
+import { useEmulator } from '../../harness/emulator';
+import {
+	type EngineOptions,
+	type EngineRun,
+	retryAfterKill,
+	retryExecution,
+	runInEngine,
+} from '../../harness/engine';
+import { runNode } from '../../harness/n8n';
+
+const emulator = useEmulator();
+
+const generate = (options: IDataObject = {}): INodeParameters => ({
+	resource: 'image',
+	operation: 'generate',
+	prompt: '={{ $json.sku }}',
+	model: 'nano-banana-2',
+	ratio: '1:1',
+	resolution: '1K',
+	options: { downloadImages: false, ...options },
+});
+
+const SKUS = Array.from({ length: 8 }, (_unused, index) => `product ${index + 1}`);
+const items = (skus = SKUS): INodeExecutionData[] => skus.map((sku) => ({ json: { sku } }));
+
+function engine(overrides: Partial<EngineOptions> = {}): EngineOptions {
+	return {
+		nodeType: new ImagePack(),
+		parameters: generate(),
+		credentials: { baseUrl: emulator.baseUrl, apiKey: emulator.apiKey },
+		runs: [items()],
+		errorOutput: true,
+		...overrides,
+	};
+}
+
+async function requestsPer(skus = SKUS): Promise<number[]> {
+	const log = await emulator.control.requests({ route: 'generate' });
+	return skus.map((sku) => log.filter((entry) => entry.prompt === sku).length);
+}
+
+const codes = (run: EngineRun) =>
+	run.errorOutput.map((item) => (item.json.error as IDataObject).code);
+
+/** n8n killed while product 5 was being generated: products 1–4 were sent and recorded. */
+async function killedAtProductFive(options: Partial<EngineOptions> = {}) {
+	const killed = await runInEngine(engine({ runs: [items(SKUS.slice(0, 4))], ...options }));
+	expect(await requestsPer()).toEqual([1, 1, 1, 1, 0, 0, 0, 0]);
+	return killed;
+}
+
+describe('Executions → Retry of an execution n8n was killed in', () => {
+	it('sends only what never left: sent products are reported uncertain with their own code', async () => {
+		const killed = await killedAtProductFive();
+		const retry = await retryAfterKill(killed, { runs: [items()] });
+		expect(await requestsPer()).toEqual([1, 1, 1, 1, 1, 1, 1, 1]);
+		expect(retry.output.map((item) => item.pairedItem)).toEqual(
+			[4, 5, 6, 7].map((item) => ({ item })),
+		);
+		expect(codes(retry)).toEqual(Array(4).fill('interrupted_send'));
+		const [error] = retry.errorOutput.map((item) => item.json.error as IDataObject);
+		expect(error).toMatchObject({ charge: 'may_have_been_charged', code: 'interrupted_send' });
+		expect(String(error.message)).toMatch(
+			/^Not sent again: an earlier attempt that n8n did not finish .+ may have been charged; look in the account's sessions titled "API generation"/,
+		);
+		expect(retry.errorOutput.map((item) => item.pairedItem)).toEqual(
+			[0, 1, 2, 3].map((item) => ({ item })),
+		);
+	});
+
+	it('with Resend Uncertain Generations the user asks for them: sent again', async () => {
+		const killed = await killedAtProductFive();
+		const retry = await retryAfterKill(killed, {
+			runs: [items()],
+			parameters: generate({ resendUncertain: true }),
+		});
+		expect(await requestsPer()).toEqual([2, 2, 2, 2, 1, 1, 1, 1]);
+		expect(retry.output).toHaveLength(8);
+	});
+
+	it('two identical items are two sends, each recorded', async () => {
+		const twice = items(['same', 'same', 'other']);
+		const killed = await runInEngine(engine({ runs: [twice] }));
+		expect(await requestsPer(['same', 'other'])).toEqual([2, 1]);
+		const retry = await retryAfterKill(killed, {
+			runs: [items(['same', 'same', 'other', 'same'])],
+		});
+		expect(await requestsPer(['same', 'other'])).toEqual([3, 1]);
+		expect(codes(retry)).toEqual(Array(3).fill('interrupted_send'));
+		expect(retry.output.map((item) => item.pairedItem)).toEqual([{ item: 3 }]);
+	});
+});
+
+describe('new work is never refused', () => {
+	it('the same products in a new execution (a schedule, a webhook, Execute workflow) are generated', async () => {
+		await runInEngine(engine());
+		const again = await runInEngine(engine());
+		expect(await requestsPer()).toEqual(Array(8).fill(2));
+		expect(again.output).toHaveLength(8);
+		expect(codes(again)).toEqual([]);
+	});
+
+	it('a retry after a failure before Generate, following an identical successful run, generates', async () => {
+		await runInEngine(engine());
+		// Fails before anything is sent (here: a bad model, as an upstream node failing would).
+		const failed = await runInEngine(
+			engine({ parameters: { ...generate(), model: 'no-such-model' }, errorOutput: false }),
+		);
+		expect(failed.run.status).toBe('error');
+		const retry = await retryExecution(failed, generate());
+		expect(await requestsPer()).toEqual(Array(8).fill(2));
+		expect(retry.output).toHaveLength(8);
+	});
+
+	it('a loop running the node again in one execution (another run index) generates', async () => {
+		const loop = await runInEngine(engine({ runs: [items(['a']), items(['a'])] }));
+		expect(await requestsPer(['a'])).toEqual([2]);
+		expect(codes(loop)).toEqual([]);
+	});
+});
+
+describe('the record', () => {
+	it('eight lanes and two executions at once lose no record', async () => {
+		const skus = Array.from({ length: 16 }, (_unused, index) => `lane ${index}`);
+		const options = engine({ parameters: generate({ concurrency: 8 }), runs: [items(skus)] });
+		const [first, second] = await Promise.all([runInEngine(options), runInEngine(options)]);
+		expect(await requestsPer(skus)).toEqual(Array(16).fill(2));
+		expect(recordedCount()).toBe(32);
+		for (const killed of [first, second]) {
+			const retry = await retryAfterKill(killed);
+			expect(codes(retry)).toEqual(Array(16).fill('interrupted_send'));
+		}
+		expect(await requestsPer(skus)).toEqual(Array(16).fill(2));
+	});
+
+	it('(the stand-in races as n8n’s store does: unordered calls lose records)', async () => {
+		const context = { workflow: { id: 'race' }, node: { id: 'n' } } as never;
+		const values = Array.from({ length: 8 }, (_unused, index) => `v${index}`);
+		await Promise.all(
+			values.map(
+				async (value) =>
+					await deduplicationStandIn.checkProcessedAndRecord([value], 'node', context, {
+						mode: 'entries',
+					}),
+			),
+		);
+		expect(recordedCount('race', 'n')).toBeLessThan(8);
+	});
+
+	it('cannot be written: nothing is sent, the item fails as not_sent (a busy database is tried once more)', async () => {
+		storeCalls.failNext = 1;
+		const once = await runInEngine(engine({ runs: [items(['busy once'])] }));
+		expect(once.output).toHaveLength(1);
+		storeCalls.failNext = 2;
+		const twice = await runInEngine(engine({ runs: [items(['busy twice'])] }));
+		expect(await requestsPer(['busy once', 'busy twice'])).toEqual([1, 0]);
+		expect(twice.errorOutput[0].json.error).toMatchObject({
+			code: 'record_failed',
+			charge: 'not_sent',
+		});
+		expect(String((twice.errorOutput[0].json.error as IDataObject).message)).toMatch(
+			/^Not sent: the record that keeps this generation from being paid twice if n8n stops could not be written \(SQLITE_BUSY/,
+		);
+	});
+
+	it('a refusal costs nothing, so its record is let go: a retry sends the item', async () => {
+		await emulator.control.setCredits(emulator.accountId, 24);
+		const killed = await runInEngine(engine({ runs: [items(SKUS.slice(0, 3))] }));
+		expect(codes(killed)).toEqual(['insufficient_credits']);
+		await emulator.control.setCredits(emulator.accountId, 1_000);
+		const retry = await retryAfterKill(killed);
+		expect(codes(retry)).toEqual(['interrupted_send', 'interrupted_send']);
+		expect(await requestsPer(SKUS.slice(0, 3))).toEqual([1, 1, 2]);
+	});
+});
+
+describe('Idempotency Key', () => {
+	const keyed = (options: IDataObject = {}) =>
+		generate({ idempotencyKey: '={{ $json.sku }}-2026-11-27', ...options });
+
+	it('a key already used is never sent again, by any execution, until cleared', async () => {
+		await runInEngine(engine({ parameters: keyed(), runs: [items(SKUS.slice(0, 2))] }));
+		const again = await runInEngine(
+			engine({ parameters: keyed(), runs: [items(SKUS.slice(0, 3))] }),
+		);
+		expect(await requestsPer(SKUS.slice(0, 3))).toEqual([1, 1, 1]);
+		expect(codes(again)).toEqual(['idempotency_key_used', 'idempotency_key_used']);
+		expect(again.errorOutput[0].json.error).toMatchObject({ charge: 'not_sent' });
+		expect(String((again.errorOutput[0].json.error as IDataObject).message)).toMatch(
+			/^Not sent: the Idempotency Key "product 1-2026-11-27" was already used by this node/,
+		);
+		// Cleared for one run: sent, and recorded again.
+		const cleared = await runInEngine(
+			engine({ parameters: keyed({ clearIdempotencyKey: true }), runs: [items(SKUS.slice(0, 1))] }),
+		);
+		expect(cleared.output).toHaveLength(1);
+		const after = await runInEngine(
+			engine({ parameters: keyed(), runs: [items(SKUS.slice(0, 1))] }),
+		);
+		expect(codes(after)).toEqual(['idempotency_key_used']);
+		expect(await requestsPer(SKUS.slice(0, 3))).toEqual([2, 1, 1]);
+	});
+
+	it('two items of one batch with the same key: the second is not sent', async () => {
+		const run = await runInEngine(
+			engine({
+				parameters: generate({ idempotencyKey: 'one per day' }),
+				runs: [items(['a', 'b'])],
+			}),
+		);
+		expect(await requestsPer(['a', 'b'])).toEqual([1, 0]);
+		expect(codes(run)).toEqual(['idempotency_key_used']);
+	});
+
+	it('a refused generation does not use up its key', async () => {
+		await emulator.control.setCredits(emulator.accountId, 5);
+		const refused = await runInEngine(engine({ parameters: keyed(), runs: [items(['k'])] }));
+		expect(codes(refused)).toEqual(['insufficient_credits']);
+		await emulator.control.setCredits(emulator.accountId, 1_000);
+		const sent = await runInEngine(engine({ parameters: keyed(), runs: [items(['k'])] }));
+		expect(sent.output).toHaveLength(1);
+	});
+
+	it('must be text of at most 500 characters, checked before anything is sent', async () => {
+		const run = await runInEngine(
+			engine({
+				parameters: generate({ idempotencyKey: '={{ "x".repeat(501) }}' }),
+				runs: [items(['long'])],
+			}),
+		);
+		expect(String((run.errorOutput[0].json.error as IDataObject).message)).toMatch(
+			/Idempotency Key is 501 characters long; at most 500 are allowed/,
+		);
+		expect(await requestsPer(['long'])).toEqual([0]);
+	});
+});
+
+describe('a tool call repeated after n8n restarted', () => {
+	const MCP_TRIGGER = { name: 'MCP Server Trigger', type: '@n8n/n8n-nodes-langchain.mcpTrigger' };
+	/** The node as a freshly started n8n process loads it: nothing held in memory. */
+	function freshProcess(): INodeType {
+		let Fresh: typeof ImagePack | undefined;
+		jest.isolateModules(() => {
+			// eslint-disable-next-line @typescript-eslint/no-require-imports
+			Fresh = (
+				require('../../../nodes/ImagePack/ImagePack.node') as { ImagePack: typeof ImagePack }
+			).ImagePack;
+		});
+		const node = new Fresh!();
+		return {
+			description: { ...node.description, name: 'imagePackTool' },
+			methods: node.methods,
+			async execute(this: never) {
+				Object.assign(this, { parentNode: MCP_TRIGGER });
+				return await node.execute.call(this);
+			},
+		} as INodeType;
+	}
+	const call = async (nodeType: INodeType, prompt: string) =>
+		await runNode({
+			nodeType,
+			parameters: { ...generate({ answerWithinSeconds: 0.3 }), prompt },
+			credentials: { baseUrl: emulator.baseUrl, apiKey: emulator.apiKey },
+			asTool: true,
+		}).then(
+			([output]) => output[0].json,
+			(error: Error) => error,
+		);
+
+	it('is not paid again while the first one may still run; after an answer was collected it is new', async () => {
+		await emulator.control.setLatency('generate', 1_000);
+		const first = await call(freshProcess(), 'tool: lamp');
+		expect(first).toMatchObject({ status: 'running' });
+		// n8n restarted: the held generation is gone, the record is not.
+		const repeat = await call(freshProcess(), 'tool: lamp');
+		expect((repeat as Error).message).toMatch(
+			/Not sent again: an earlier attempt that n8n did not finish .+Error code: interrupted_send/,
+		);
+		expect(await requestsPer(['tool: lamp'])).toEqual([1]);
+
+		await emulator.control.setLatency('generate', 0);
+		const process = freshProcess();
+		expect(await call(process, 'tool: desk')).toMatchObject({ credits_charged: 12 });
+		expect(await call(freshProcess(), 'tool: desk')).toMatchObject({ credits_charged: 12 });
+		expect(await requestsPer(['tool: desk'])).toEqual([2]);
+	});
+});
