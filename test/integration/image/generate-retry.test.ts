@@ -96,6 +96,21 @@ describe('Retry On Fail', () => {
 		);
 	});
 
+	it('a prompt with $now (new on each try) is still the same item: not paid again', async () => {
+		await refundedFailure('item two');
+		const volatile = generate(
+			{},
+			{ prompt: '={{ $json.prompt + " at " + $now.toMillis() + Math.random() }}' },
+		);
+		const result = await runInEngine(engine({ parameters: volatile }));
+		expect(result.run.status).toBe('success');
+		const log = await emulator.control.requests({ route: 'generate' });
+		const per = PROMPTS.map(
+			(prompt) => log.filter((entry) => String(entry.prompt).startsWith(prompt)).length,
+		);
+		expect(per).toEqual([1, 2, 1]);
+	});
+
 	it('a drop after sending is never sent again, and says it may have been charged', async () => {
 		await droppedAfterSending('item two');
 		const result = await runInEngine(engine());

@@ -19,7 +19,13 @@ const failure = (code: Code | undefined, charge: StoredFailure['charge']): Store
 });
 
 const answer = { body: { ok: true, turn_id: 't_1' }, status: 200, requestId: 'req_1' };
-const asked = { digest: 'd1', fingerprint: 'f1', executionId: 'e1', resendUncertain: false };
+const asked = {
+	digest: 'd1',
+	call: '',
+	fingerprint: 'f1',
+	executionId: 'e1',
+	resendUncertain: false,
+};
 
 const memo = (outcome: Outcome<StoredAnswer, StoredFailure>, executionId = 'e1'): Memo => ({
 	...outcome,
@@ -29,11 +35,21 @@ const memo = (outcome: Outcome<StoredAnswer, StoredFailure>, executionId = 'e1')
 });
 
 describe('decide', () => {
-	it('sends what has no record, or a record of other parameters', () => {
+	it('sends what has no record, or a record of other parameters in an execution it retries', () => {
 		expect(decide(undefined, asked)).toEqual({ action: 'send' });
+		expect(
+			decide(memo({ kind: 'generated', answer }), { ...asked, digest: 'd2', executionId: 'e2' }),
+		).toEqual({ action: 'send' });
+	});
+
+	it('within one execution a digest that moved ($now, a random value) is the same item, another call id is not', () => {
 		expect(decide(memo({ kind: 'generated', answer }), { ...asked, digest: 'd2' })).toEqual({
-			action: 'send',
+			action: 'replay',
+			answer,
 		});
+		expect(
+			decide(memo({ kind: 'generated', answer }), { ...asked, digest: 'd2', call: 'call_2' }),
+		).toEqual({ action: 'send' });
 	});
 
 	it('asks for proof before returning what was generated under another key (or a record without one)', () => {

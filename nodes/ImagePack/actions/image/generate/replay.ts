@@ -78,6 +78,8 @@ export type Decision =
 /** What an item asks, and by whom. */
 export interface Asked {
 	digest: string;
+	/** An AI Agent 3.x tool call's id ('' otherwise). */
+	call: string;
 	fingerprint: string;
 	executionId: string;
 	resendUncertain: boolean;
@@ -92,13 +94,18 @@ export interface Asked {
  * can pass.
  */
 export function decide(memo: Memo | undefined, asked: Asked): Decision {
-	if (!memo || memo.digest !== asked.digest) return { action: 'send' };
+	if (!memo) return { action: 'send' };
+	const sameExecution = memo.executionId === asked.executionId;
+	// Within one execution the workflow cannot change: a digest that moved between Retry On Fail's
+	// tries comes from an expression such as $now or a random value, and the item is the same one
+	// (unless an agent's call id says it is another call).
+	const same = sameExecution ? (memo.call ?? '') === asked.call : memo.digest === asked.digest;
+	if (!same) return { action: 'send' };
 	if (memo.kind === 'generated') {
 		return memo.fingerprint === asked.fingerprint
 			? { action: 'replay', answer: memo.answer }
 			: { action: 'prove', memo };
 	}
-	const sameExecution = memo.executionId === asked.executionId;
 	if (memo.kind === 'uncertain') {
 		return sameExecution || !asked.resendUncertain
 			? { action: 'report', memo, sameExecution }
@@ -149,9 +156,14 @@ export function itemDigest(
 	ctx: IExecuteFunctions,
 	{ itemIndex, plan }: Pick<ItemRun, 'itemIndex' | 'plan'>,
 ) {
-	const toolCallId: unknown = ctx.getInputData()[itemIndex]?.json?.toolCallId;
 	const request = { body: plan.request.body, language: plan.options.acceptLanguage };
-	return requestDigest(request, typeof toolCallId === 'string' ? toolCallId : '');
+	return requestDigest(request, toolCallOf(ctx, itemIndex));
+}
+
+/** The model's call id of an AI Agent 3.x tool call ('' for anything else). */
+function toolCallOf(ctx: IExecuteFunctions, itemIndex: number): string {
+	const toolCallId: unknown = ctx.getInputData()[itemIndex]?.json?.toolCallId;
+	return typeof toolCallId === 'string' ? toolCallId : '';
 }
 
 /** The failure an earlier try (or the failed execution this one retries) met, reported again. */
@@ -285,15 +297,18 @@ export async function answerFor(
 	const { ctx, connection, itemIndex, plan } = item;
 	const asked = {
 		digest: itemDigest(ctx, item),
+		call: toolCallOf(ctx, itemIndex),
 		fingerprint: connection.fingerprint,
 		executionId: memory.executionId,
 		resendUncertain: plan.options.resendUncertain,
 	};
 	const memo = memory.recall(itemIndex);
 	let decision = decide(memo, asked);
+	const { digest, call, fingerprint } = asked;
+	const record = { digest, call, fingerprint };
 	if (decision.action === 'prove') decision = await proven(item, decision, asked.resendUncertain);
 	if (decision.action === 'replay') {
-		memory.remember(itemIndex, asked, { kind: 'generated', answer: decision.answer });
+		memory.remember(itemIndex, record, { kind: 'generated', answer: decision.answer });
 		return { ...(decision.answer as Generated), replayed: true };
 	}
 	if (decision.action === 'report') throw reportAgain(ctx, itemIndex, decision);
@@ -302,12 +317,12 @@ export async function answerFor(
 		const answer = await send();
 		const { body, status, requestId, unreadable } = answer; // JSON only: nothing downloaded
 		const stored = { body, status, requestId, unreadable };
-		memory.remember(itemIndex, asked, { kind: 'generated', answer: stored });
+		memory.remember(itemIndex, record, { kind: 'generated', answer: stored });
 		await claimed.release('tool'); // a tool caller has its answer; a run's send stays recorded
 		return answer;
 	} catch (error) {
 		const facts = errorFacts(error);
-		memory.remember(itemIndex, asked, failureOutcome(facts, facts));
+		memory.remember(itemIndex, record, failureOutcome(facts, facts));
 		if (!mayHaveBeenCharged(facts)) await claimed.release('all');
 		throw asNodeError(ctx, error, itemIndex);
 	}

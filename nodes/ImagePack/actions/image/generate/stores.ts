@@ -68,6 +68,8 @@ export type Memo = Outcome<StoredAnswer, StoredFailure> & {
 	digest: string;
 	executionId: string;
 	fingerprint?: string;
+	/** An AI Agent 3.x tool call's id, when it was one. */
+	call?: string;
 };
 
 type RunRecords = Record<string, Memo>;
@@ -107,7 +109,7 @@ export class RunMemory {
 
 	remember(
 		itemIndex: number,
-		asked: { digest: string; fingerprint: string },
+		asked: { digest: string; fingerprint: string; call?: string },
 		outcome: Outcome<StoredAnswer, StoredFailure>,
 	): void {
 		const records = (this.runs[this.runIndex] ??= {});
