@@ -126,31 +126,33 @@ export async function proveOwnership(
 	evidence: Evidence,
 	options: { itemIndex?: number; deadline?: number } = {},
 ): Promise<OwnershipVerdict> {
+	const unknown = (what: string) => (error: unknown) => {
+		if (isStop(error)) throw error; // a Stop is no answer
+		return {
+			verdict: 'unknown' as const,
+			reason: `${what} could not be checked: ${errorFacts(error).reason}`,
+		};
+	};
 	if ('publicationId' in evidence) {
 		const id = evidence.publicationId;
-		try {
-			await getPublication(ctx, connection, id, options);
-			return { verdict: 'same', reason: `publication ${id} answers for this key` };
-		} catch (error) {
-			if (isStop(error)) throw error;
-			const facts = errorFacts(error);
-			if (facts.httpStatus === 404) {
-				return { verdict: 'other', reason: `publication ${id} is not this key's account's (404)` };
-			}
-			return {
-				verdict: 'unknown',
-				reason: `publication ${id} could not be checked: ${facts.reason}`,
-			};
-		}
+		return await getPublication(ctx, connection, id, options).then(
+			(): OwnershipVerdict => ({
+				verdict: 'same',
+				reason: `publication ${id} answers for this key`,
+			}),
+			(error: unknown): OwnershipVerdict =>
+				errorFacts(error).httpStatus === 404
+					? { verdict: 'other', reason: `publication ${id} is not this key's account's (404)` }
+					: unknown(`publication ${id}`)(error),
+		);
 	}
-	try {
-		await signedFileLink(ctx, connection, evidence.fileUrl, { itemIndex: options.itemIndex });
-		return { verdict: 'same', reason: 'its file answers this key with a signed link' };
-	} catch (error) {
-		if (isStop(error)) throw error;
-		return {
-			verdict: 'unknown',
-			reason: `its file could not be checked: ${errorFacts(error).reason}`,
-		};
-	}
+	return await signedFileLink(ctx, connection, evidence.fileUrl, {
+		itemIndex: options.itemIndex,
+	}).then(
+		(): OwnershipVerdict => ({
+			verdict: 'same',
+			reason: 'its file answers this key with a signed link',
+		}),
+		unknown('its file'),
+	);
 }

@@ -249,13 +249,10 @@ describe('Idempotency Key', () => {
 describe('a tool call repeated after n8n restarted', () => {
 	const MCP_TRIGGER = { name: 'MCP Server Trigger', type: '@n8n/n8n-nodes-langchain.mcpTrigger' };
 	/** The node as a freshly started n8n process loads it: nothing held in memory. */
-	function freshProcess(): INodeType {
+	async function freshProcess(): Promise<INodeType> {
 		let Fresh: typeof ImagePack | undefined;
-		jest.isolateModules(() => {
-			// eslint-disable-next-line @typescript-eslint/no-require-imports
-			Fresh = (
-				require('../../../nodes/ImagePack/ImagePack.node') as { ImagePack: typeof ImagePack }
-			).ImagePack;
+		await jest.isolateModulesAsync(async () => {
+			({ ImagePack: Fresh } = await import('../../../nodes/ImagePack/ImagePack.node'));
 		});
 		const node = new Fresh!();
 		return {
@@ -280,19 +277,19 @@ describe('a tool call repeated after n8n restarted', () => {
 
 	it('is not paid again while the first one may still run; after an answer was collected it is new', async () => {
 		await emulator.control.setLatency('generate', 1_000);
-		const first = await call(freshProcess(), 'tool: lamp');
+		const first = await call(await freshProcess(), 'tool: lamp');
 		expect(first).toMatchObject({ status: 'running' });
 		// n8n restarted: the held generation is gone, the record is not.
-		const repeat = await call(freshProcess(), 'tool: lamp');
+		const repeat = await call(await freshProcess(), 'tool: lamp');
 		expect((repeat as Error).message).toMatch(
 			/Not sent again: an earlier attempt that n8n did not finish .+Error code: interrupted_send/,
 		);
 		expect(await requestsPer(['tool: lamp'])).toEqual([1]);
 
 		await emulator.control.setLatency('generate', 0);
-		const process = freshProcess();
-		expect(await call(process, 'tool: desk')).toMatchObject({ credits_charged: 12 });
-		expect(await call(freshProcess(), 'tool: desk')).toMatchObject({ credits_charged: 12 });
+		const restarted = await freshProcess();
+		expect(await call(restarted, 'tool: desk')).toMatchObject({ credits_charged: 12 });
+		expect(await call(await freshProcess(), 'tool: desk')).toMatchObject({ credits_charged: 12 });
 		expect(await requestsPer(['tool: desk'])).toEqual([2]);
 	});
 });

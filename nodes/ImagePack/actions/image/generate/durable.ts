@@ -78,9 +78,6 @@ export function sendValues(ask: SendAsk): { values: string[]; tool: string[] } {
 		: { values: [sendValue(ask.run, ask.runIndex, ask.digest, ask.occurrence), ...key], tool: [] };
 }
 
-/** The store could not be written: nothing may be sent. */
-export class RecordError extends Error {}
-
 interface DeduplicationHelpers {
 	checkProcessedAndRecord(
 		values: string[],
@@ -129,13 +126,13 @@ export class DurableRecord {
 
 	/**
 	 * Records `values` before a send. A tool value this process is sending now does not count as
-	 * earlier. Throws RecordError when the store cannot be written (a colliding first insert is
-	 * tried once more).
+	 * earlier. `failed` says why the store could not be written (a colliding first insert, a busy
+	 * database: tried once more); nothing may be sent then.
 	 */
-	async claim(values: string[], tool: string[] = []): Promise<Claim> {
+	async claim(values: string[], tool: string[] = []): Promise<Claim | { failed: string }> {
 		const helpers = this.helpers;
 		if (typeof helpers.checkProcessedAndRecord !== 'function') {
-			throw new RecordError('this n8n gives the node no deduplication store');
+			return { failed: 'this n8n gives the node no deduplication store' };
 		}
 		const all = [...new Set([...values, ...tool])];
 		const write = async () =>
@@ -143,12 +140,10 @@ export class DurableRecord {
 				this.line,
 				async () => await helpers.checkProcessedAndRecord!(all, SCOPE, OPTIONS),
 			);
-		let result: { processed: string[] };
-		try {
-			result = await write().catch(write);
-		} catch (error) {
-			throw new RecordError((error as Error).message);
-		}
+		const result = await write()
+			.catch(write)
+			.catch((error: unknown) => ({ failed: (error as Error)?.message ?? String(error) }));
+		if ('failed' in result) return result;
 		const earlier = new Set(result.processed.filter((value) => !sending.has(value)));
 		for (const value of tool) sending.set(value, (sending.get(value) ?? 0) + 1);
 		const fresh = all.filter((value) => !earlier.has(value));

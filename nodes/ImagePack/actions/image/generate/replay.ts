@@ -45,7 +45,7 @@ import {
 import { addHints, asNodeError } from '../../items';
 import { contextData, isToolExecution } from '../../tool';
 import { type Answer, proveOwnership } from '../../../transport';
-import { type Claim, RecordError, keyValue } from './durable';
+import { type Claim, keyValue } from './durable';
 import type { GenerateResponse } from './output';
 import type { ItemRun } from './plan';
 import {
@@ -228,20 +228,17 @@ function notSentAgain(
  */
 async function recordSend(
 	item: ItemRun,
-	claim: () => Promise<Claim>,
+	claim: () => Promise<Claim | { failed: string }>,
 	consult: boolean,
 ): Promise<Claim> {
 	const { ctx, itemIndex, plan } = item;
-	let claimed: Claim;
-	try {
-		claimed = await claim();
-	} catch (error) {
-		if (!(error instanceof RecordError)) throw error;
+	const claimed = await claim();
+	if ('failed' in claimed) {
 		throw imagePackError(
 			ctx.getNode(),
 			{ code: 'record_failed', charge: 'not_sent', itemIndex },
 			{
-				message: `Not sent: the record that keeps this generation from being paid twice if n8n stops could not be written (${error.message})`,
+				message: `Not sent: the record that keeps this generation from being paid twice if n8n stops could not be written (${claimed.failed})`,
 				description:
 					"The node writes it to n8n's database before every generation. A workflow must be saved first; otherwise try again in a moment.",
 			},
@@ -292,7 +289,10 @@ async function proven(
 export async function answerFor(
 	item: ItemRun,
 	memory: RunMemory,
-	{ send, claim }: { send: () => Promise<Generated>; claim: () => Promise<Claim> },
+	{
+		send,
+		claim,
+	}: { send: () => Promise<Generated>; claim: () => Promise<Claim | { failed: string }> },
 ): Promise<Generated & { replayed?: true }> {
 	const { ctx, connection, itemIndex, plan } = item;
 	const asked = {
@@ -364,7 +364,10 @@ function stillRunning({ ctx, plan }: ItemRun, held: Held<Generated>, boundMs: nu
 export async function heldAnswer(
 	item: ItemRun,
 	boundMs: number,
-	{ send, claim }: { send: () => Promise<Generated>; claim: () => Promise<Claim> },
+	{
+		send,
+		claim,
+	}: { send: () => Promise<Generated>; claim: () => Promise<Claim | { failed: string }> },
 ): Promise<Generated | { running: IDataObject }> {
 	const { ctx, connection, itemIndex, plan } = item;
 	const request = { body: plan.request.body, language: plan.options.acceptLanguage };
@@ -379,12 +382,10 @@ export async function heldAnswer(
 	const start = async () => {
 		claimed = recordSend(item, claim, true);
 		const recorded = await claimed;
-		try {
-			return await send();
-		} catch (error) {
+		return await send().catch(async (error: unknown) => {
 			if (!mayHaveBeenCharged(errorFacts(error))) await recorded.release('all');
-			throw error;
-		}
+			throw asNodeError(ctx, error, itemIndex);
+		});
 	};
 	const { handle } = plan.options;
 	const held = handle ? pending.find(handle, key) : pending.join(key, start, failed).held;
