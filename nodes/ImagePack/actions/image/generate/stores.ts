@@ -77,6 +77,8 @@ type RunRecords = Record<string, Memo>;
 /** The records of one run of the node, in `store[MEMORY_KEY][runIndex][itemIndex]`. */
 export class RunMemory {
 	private readonly runs: Record<string, RunRecords>;
+	/** Other keys' fingerprints whose records the API confirmed as this account's, in this run. */
+	readonly confirmed = new Set<string>();
 
 	constructor(
 		store: Record<string, unknown>,
