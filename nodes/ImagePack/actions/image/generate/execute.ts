@@ -23,7 +23,8 @@ import {
 	outputOf,
 } from './output';
 import { type ItemPlan, type ItemRun, planItem } from './plan';
-import { answerFor, heldAnswer, itemDigest, openMemory, runIndexOf } from './replay';
+import { heldAnswer } from './held';
+import { answerFor, itemDigest, openMemory, runIndexOf } from './replay';
 import { type RunMemory, requestDigest } from './stores';
 
 /** What every item of one node run shares. */

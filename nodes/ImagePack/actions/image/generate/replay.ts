@@ -17,12 +17,8 @@
  *   Accept Language, are a new generation), the key's fingerprint and the execution it happened in.
  *   That record decides first; the durable record is consulted only for an item it does not hold
  *   (n8n stopped before the node could finish, so nothing was saved).
- * - Generations this n8n process holds for tool callers (`heldAnswer`): an MCP client gives a call
- *   60 s, a generation takes up to 5 minutes. A tool call with an answer bound joins the generation
- *   held for the same credential and request, or starts it, and answers within the bound with the
- *   images or "still running" and a handle; a repeat call, the handle, or n8n's tool retry joins the
- *   same generation instead of paying for another. A handle answers only the request, key and node
- *   it was made for.
+ * - Generations this n8n process holds for tool callers (`heldAnswer`, held.ts): a tool call with an
+ *   answer bound joins the generation held for the same node, key and request, or starts it.
  *
  * Both keep one vocabulary, and one rule sorts a failure (`failureOutcome`):
  * - generated: returned again, never sent again;
@@ -31,12 +27,11 @@
  * - refused (nothing charged) or never sent: Executions → Retry sends it again, Retry On Fail only
  *   when its code says a try a second later can pass (`retryOnFail`, codes.ts); not held for callers.
  */
-import { type IDataObject, type IExecuteFunctions, sleep } from 'n8n-workflow';
+import type { IExecuteFunctions } from 'n8n-workflow';
 
 import { type Code, rule } from '../../../shared/codes';
 import {
 	type ChargeOutcome,
-	chargeHint,
 	errorDescription,
 	errorFacts,
 	imagePackError,
@@ -48,18 +43,15 @@ import { type Answer, proveOwnership } from '../../../transport';
 import { type Claim, keyValue } from './durable';
 import type { GenerateResponse } from './output';
 import type { ItemRun } from './plan';
-import {
-	type Held,
-	type Memo,
-	type Outcome,
-	PendingGenerations,
-	RunMemory,
-	type StoredAnswer,
-	generationKey,
-	requestDigest,
-} from './stores';
+import { type Memo, type Outcome, RunMemory, type StoredAnswer, requestDigest } from './stores';
 
-type Generated = Answer<GenerateResponse>;
+export type Generated = Answer<GenerateResponse>;
+
+/** How an item's generation is sent: recorded first (`claim`, durable.ts), then `send` (execute.ts). */
+export interface Sender {
+	send: () => Promise<Generated>;
+	claim: () => Promise<Claim | { failed: string }>;
+}
 
 /** The one rule of both places: a failure that may have been charged is uncertain, others refused. */
 export function failureOutcome<F>(failure: F, facts: { charge: ChargeOutcome }): Outcome<never, F> {
@@ -226,7 +218,7 @@ function notSentAgain(
  * there decides (only when the execution's own record holds nothing for the item). Nothing is sent
  * when the record cannot be written.
  */
-async function recordSend(
+export async function recordSend(
 	item: ItemRun,
 	claim: () => Promise<Claim | { failed: string }>,
 	consult: boolean,
@@ -294,10 +286,7 @@ async function proven(
 export async function answerFor(
 	item: ItemRun,
 	memory: RunMemory,
-	{
-		send,
-		claim,
-	}: { send: () => Promise<Generated>; claim: () => Promise<Claim | { failed: string }> },
+	{ send, claim }: Sender,
 ): Promise<Generated & { replayed?: true }> {
 	const { ctx, connection, itemIndex, plan } = item;
 	const asked = {
@@ -333,89 +322,4 @@ export async function answerFor(
 		if (!mayHaveBeenCharged(facts)) await claimed.release('all');
 		throw asNodeError(ctx, error, itemIndex);
 	}
-}
-
-// Generations this process holds for tool callers. Module-level on purpose: they outlive a call.
-
-const pending = new PendingGenerations<Generated>();
-
-/** `promise`'s value, or undefined when it takes longer than `ms`. */
-async function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-	if (ms === Infinity) return await promise; // a timer would read Infinity as 1 ms
-	const stop = new AbortController();
-	const timer = sleep(ms, stop.signal).catch(() => {});
-	return await Promise.race([promise, timer.then(() => undefined)]).finally(() => stop.abort());
-}
-
-/** What the caller is told while the generation runs on: how long, and how to collect it. */
-function stillRunning({ ctx, plan }: ItemRun, held: Held<Generated>, boundMs: number) {
-	const ago = Math.round((Date.now() - held.startedAt) / 1000);
-	const left = Math.max(
-		0,
-		Math.round((held.startedAt + plan.options.timeoutMs - Date.now()) / 1000),
-	);
-	const options = ctx.getNode().parameters.options as IDataObject | undefined;
-	const wired = /\$fromAI\(/i.test(String(options?.handle ?? ''));
-	const how = wired
-		? `call this tool again with the same arguments and handle "${held.handle}"`
-		: 'call this tool again with exactly the same arguments';
-	const message = `The generation is still running (started ${ago} s ago; a generation takes up to 5 minutes, this one is given up in ${left} s). Nothing more is charged to collect it: ${how}; that call waits up to ${boundMs / 1000} s for the result. With other arguments${wired ? ' and no handle' : ''} a new generation is started and charged.`;
-	return { status: 'running', handle: held.handle, started_seconds_ago: ago, message };
-}
-
-/**
- * The generation's answer within `boundMs`: the one held for the same request (or `handle`), else
- * the one `send` starts now; `{ running }` when it is not done yet (the request goes on). A handle
- * this process does not hold never sends.
- */
-export async function heldAnswer(
-	item: ItemRun,
-	boundMs: number,
-	{
-		send,
-		claim,
-	}: { send: () => Promise<Generated>; claim: () => Promise<Claim | { failed: string }> },
-): Promise<Generated | { running: IDataObject }> {
-	const { ctx, connection, itemIndex, plan } = item;
-	const request = { body: plan.request.body, language: plan.options.acceptLanguage };
-	const node = ctx.getNode();
-	const key = generationKey(
-		`${ctx.getWorkflow().id ?? ''} ${node.id}`,
-		connection.fingerprint,
-		request,
-	);
-	const failed = (error: unknown) => failureOutcome(error, errorFacts(error));
-	let claimed: Promise<Claim> | undefined;
-	const start = async () => {
-		claimed = recordSend(item, claim, true);
-		const recorded = await claimed;
-		return await send().catch(async (error: unknown) => {
-			if (!mayHaveBeenCharged(errorFacts(error))) await recorded.release('all');
-			throw asNodeError(ctx, error, itemIndex);
-		});
-	};
-	const { handle } = plan.options;
-	const held = handle ? pending.find(handle, key) : pending.join(key, start, failed).held;
-	if (held === 'other' || !held) {
-		const why =
-			held === 'other'
-				? "was made for other arguments, another API key or another node, so it is not this call's answer"
-				: `is not held by this n8n process: it was collected already, finished more than ${pending.limits.doneTtlMs / 60_000} minutes ago, n8n restarted, or another queue-mode worker ran it`;
-		throw imagePackError(
-			node,
-			{ code: 'unknown_handle', charge: 'not_sent', itemIndex },
-			{
-				message: `The generation with handle "${handle.slice(0, 40)}" ${why}. Nothing was sent. ${chargeHint(plan.request.body.session_id)}; call without the handle only if the user wants a new, charged generation`,
-			},
-		);
-	}
-	if (claimed) {
-		const recorded = claimed.catch(() => undefined);
-		held.onCollect = async () => await (await recorded)?.release('tool');
-	}
-	const outcome = await within(held.done, boundMs);
-	if (!outcome) return { running: stillRunning(item, held, boundMs) };
-	await pending.collected(held);
-	if (outcome.kind === 'generated') return outcome.answer;
-	throw outcome.failure;
 }
