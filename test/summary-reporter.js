@@ -2,9 +2,7 @@
 class SummaryReporter {
 	onRunComplete(_contexts, results) {
 		const { numPassedTests, numFailedTests, numPendingTests, numTodoTests } = results;
-		process.stdout.write(
-			`\njest: ${numPassedTests} passed, ${numFailedTests} failed, ${numPendingTests + numTodoTests} skipped\n`,
-		);
+		process.stdout.write(`\njest: ${numPassedTests} passed, ${numFailedTests} failed, ${numPendingTests + numTodoTests} skipped\n`);
 	}
 }
 module.exports = SummaryReporter;

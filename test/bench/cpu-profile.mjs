@@ -10,9 +10,7 @@ import fs from 'node:fs';
 
 const [file, ...rest] = process.argv.slice(2);
 if (!file) {
-	console.error(
-		'usage: node test/bench/cpu-profile.mjs <file.cpuprofile|file.heapprofile> [--top=25]',
-	);
+	console.error('usage: node test/bench/cpu-profile.mjs <file.cpuprofile|file.heapprofile> [--top=25]');
 	process.exit(2);
 }
 const top = Number(rest.find((a) => a.startsWith('--top='))?.slice(6) ?? 25);
@@ -28,11 +26,7 @@ const selfUs = new Map(); // self time in µs, or self bytes of a heap profile
 if (heap) {
 	for (const stack = [profile.head]; stack.length; ) {
 		const node = stack.pop();
-		nodes.push({
-			id: node.id,
-			callFrame: node.callFrame,
-			children: node.children.map((child) => child.id),
-		});
+		nodes.push({ id: node.id, callFrame: node.callFrame, children: node.children.map((child) => child.id) });
 		selfUs.set(node.id, node.selfSize);
 		stack.push(...node.children);
 	}
@@ -54,8 +48,7 @@ function packageOf(url) {
 	if (url.startsWith('node:')) return `node:${url.slice(5).split('/')[0]}`;
 	const parts = url.replace(/^file:\/\//, '').split('/');
 	const at = parts.lastIndexOf('node_modules');
-	if (at >= 0)
-		return parts[at + 1].startsWith('@') ? `${parts[at + 1]}/${parts[at + 2]}` : parts[at + 1];
+	if (at >= 0) return parts[at + 1].startsWith('@') ? `${parts[at + 1]}/${parts[at + 2]}` : parts[at + 1];
 	return parts.slice(-3).join('/');
 }
 
@@ -75,27 +68,15 @@ for (const node of nodes) {
 }
 
 const busyUs = totalUs - (byPackage.get('(idle)') ?? 0);
-const amount = (us) =>
-	heap
-		? `${(us / 2 ** 20).toFixed(1).padStart(9)} MiB`
-		: `${(us / 1000).toFixed(0).padStart(9)} ms`;
-const row = (us, label) =>
-	`${amount(us)} ${((100 * us) / busyUs).toFixed(1).padStart(5)} %  ${label}`;
+const amount = (us) => (heap ? `${(us / 2 ** 20).toFixed(1).padStart(9)} MiB` : `${(us / 1000).toFixed(0).padStart(9)} ms`);
+const row = (us, label) => `${amount(us)} ${((100 * us) / busyUs).toFixed(1).padStart(5)} %  ${label}`;
 const sorted = (map) => [...map.entries()].sort((a, b) => b[1] - a[1]);
-if (heap)
-	console.log(
-		`${file}: ${(totalUs / 2 ** 20).toFixed(1)} MiB allocated (sampled, collected objects included)\n`,
-	);
-else
-	console.log(
-		`${file}: ${(totalUs / 1e6).toFixed(1)} s sampled, ${(busyUs / 1e6).toFixed(1)} s busy (percentages of busy)\n`,
-	);
+if (heap) console.log(`${file}: ${(totalUs / 2 ** 20).toFixed(1)} MiB allocated (sampled, collected objects included)\n`);
+else console.log(`${file}: ${(totalUs / 1e6).toFixed(1)} s sampled, ${(busyUs / 1e6).toFixed(1)} s busy (percentages of busy)\n`);
 console.log(heap ? 'Allocated by package:' : 'Self time by package:');
-for (const [pkg, us] of sorted(byPackage).slice(0, top))
-	if (pkg !== '(idle)') console.log(row(us, pkg));
+for (const [pkg, us] of sorted(byPackage).slice(0, top)) if (pkg !== '(idle)') console.log(row(us, pkg));
 console.log(`\nTop ${top} functions by ${heap ? 'bytes allocated' : 'self time'}:`);
-for (const [key, us] of sorted(byFunction).slice(0, top + 1))
-	if (!key.startsWith('(idle)')) console.log(row(us, key));
+for (const [key, us] of sorted(byFunction).slice(0, top + 1)) if (!key.startsWith('(idle)')) console.log(row(us, key));
 
 if (callersOf) {
 	const parentOf = new Map();
@@ -106,9 +87,7 @@ if (callersOf) {
 		if (!us || node.callFrame.functionName !== callersOf) continue;
 		const frames = [];
 		for (let up = parentOf.get(node.id); up && frames.length < depth; up = parentOf.get(up.id)) {
-			frames.push(
-				`${up.callFrame.functionName || '(anonymous)'} ${up.callFrame.url.replace(/^.*node_modules\//, '')}:${up.callFrame.lineNumber + 1}`,
-			);
+			frames.push(`${up.callFrame.functionName || '(anonymous)'} ${up.callFrame.url.replace(/^.*node_modules\//, '')}:${up.callFrame.lineNumber + 1}`);
 		}
 		const key = frames.join(' ← ');
 		paths.set(key, (paths.get(key) ?? 0) + us);

@@ -12,17 +12,14 @@ if (!globalThis.gc) {
 	console.error('run with node --expose-gc');
 	process.exit(2);
 }
-const option = (name, fallback) =>
-	Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
+const option = (name, fallback) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
 const bytes = option('mib', 4) * 2 ** 20;
 const runs = option('runs', 6);
 
 const server = await startFileServer(bytes);
 
 let collections = 0;
-new PerformanceObserver((list) => (collections += list.getEntries().length)).observe({
-	entryTypes: ['gc'],
-});
+new PerformanceObserver((list) => (collections += list.getEntries().length)).observe({ entryTypes: ['gc'] });
 const download = () =>
 	new Promise((resolve, reject) => {
 		http
@@ -40,8 +37,7 @@ for (let run = 0; run < runs; run++) {
 	collections = 0;
 	globalThis.gc();
 	// The observer reports the forced collection a little later: wait for it before counting.
-	for (let waited = 0; collections === 0 && waited < 2000; waited += 10)
-		await new Promise((resolve) => setTimeout(resolve, 10));
+	for (let waited = 0; collections === 0 && waited < 2000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
 	collections = 0;
 	const before = process.memoryUsage().arrayBuffers;
 	const chunks = await download();

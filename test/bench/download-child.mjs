@@ -12,20 +12,14 @@ const { run, warmupFileUrl, fileUrls: givenUrls, sampleMs = 5 } = JSON.parse(pro
 
 /** The floor: a bare client (node:http, 302 then the signed link, piped to a file), no n8n. */
 async function bareDownload(urls) {
-	const get = (url, headers = {}) =>
-		new Promise((resolve, reject) => http.get(url, { headers }, resolve).on('error', reject));
+	const get = (url, headers = {}) => new Promise((resolve, reject) => http.get(url, { headers }, resolve).on('error', reject));
 	fs.mkdirSync(run.storageDir, { recursive: true });
 	const sizes = [];
 	for (const [index, url] of urls.entries()) {
-		const redirect = await get(new URL(url, run.baseUrl), {
-			authorization: `Bearer ${run.apiKey}`,
-		});
+		const redirect = await get(new URL(url, run.baseUrl), { authorization: `Bearer ${run.apiKey}` });
 		redirect.resume();
 		const file = path.join(run.storageDir, `bare-${index}`);
-		await pipeline(
-			await get(new URL(redirect.headers.location, run.baseUrl)),
-			fs.createWriteStream(file),
-		);
+		await pipeline(await get(new URL(redirect.headers.location, run.baseUrl)), fs.createWriteStream(file));
 		sizes.push(fs.statSync(file).size);
 	}
 	return { files: sizes.length, sizes };
@@ -44,12 +38,7 @@ for (let i = 0; i < 3; i++) {
 
 const baseline = process.memoryUsage();
 const kernelPeakBefore = process.resourceUsage().maxRSS * 1024;
-const peak = {
-	rss: baseline.rss,
-	heapUsed: baseline.heapUsed,
-	external: baseline.external,
-	arrayBuffers: baseline.arrayBuffers,
-};
+const peak = { rss: baseline.rss, heapUsed: baseline.heapUsed, external: baseline.external, arrayBuffers: baseline.arrayBuffers };
 const sample = () => {
 	const now = process.memoryUsage();
 	for (const key of Object.keys(peak)) if (now[key] > peak[key]) peak[key] = now[key];

@@ -16,8 +16,7 @@ import { PerformanceObserver, constants } from 'node:perf_hooks';
 
 import { startFileServer } from './file-server.mjs';
 
-const option = (name, fallback) =>
-	Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
+const option = (name, fallback) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
 const files = option('files', 100);
 const liveMib = option('live-mib', 200);
 const youngMib = option('young-mib', 0);
@@ -27,11 +26,7 @@ const server = await startFileServer(bytes);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'download-collections-'));
 
 // A live heap of small objects, as n8n's is (about 100 bytes each).
-const live = Array.from({ length: (liveMib * 2 ** 20) / 100 }, (_, i) => ({
-	i,
-	name: `n${i}`,
-	list: [i],
-}));
+const live = Array.from({ length: (liveMib * 2 ** 20) / 100 }, (_, i) => ({ i, name: `n${i}`, list: [i] }));
 let kept = 0;
 const youngGarbage = () => {
 	const objects = [];

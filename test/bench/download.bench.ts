@@ -72,8 +72,7 @@ export interface DownloadResult {
 function sizesOf(items: INodeExecutionData[]): number[] {
 	const sizes: number[] = [];
 	for (const item of items) {
-		for (const binary of Object.values(item.binary ?? {}) as IBinaryData[])
-			sizes.push(binary.bytes ?? 0);
+		for (const binary of Object.values(item.binary ?? {}) as IBinaryData[]) sizes.push(binary.bytes ?? 0);
 	}
 	return sizes;
 }
@@ -82,10 +81,7 @@ function sizesOf(items: INodeExecutionData[]): number[] {
  * The measured run: Generate n=4 at 4K with downloadImages (mode generate), or 4 items of Download
  * File (mode download; `fileUrls` from an earlier generate without downloads).
  */
-export async function runDownload(
-	options: DownloadRun,
-	fileUrls: string[] = [],
-): Promise<DownloadResult> {
+export async function runDownload(options: DownloadRun, fileUrls: string[] = []): Promise<DownloadResult> {
 	const [output] =
 		options.mode === 'generate'
 			? await run(options, generate4k(options.images, true))
@@ -95,8 +91,7 @@ export async function runDownload(
 					fileUrls.map((url) => ({ json: { url } })),
 				);
 	const sizes = sizesOf(output);
-	if (sizes.length !== options.images)
-		throw new Error(`expected ${options.images} binaries, got ${sizes.length}`);
+	if (sizes.length !== options.images) throw new Error(`expected ${options.images} binaries, got ${sizes.length}`);
 	return { files: sizes.length, sizes };
 }
 
@@ -127,8 +122,7 @@ export interface DownloadCase {
 }
 
 export function downloadFigures(cases: DownloadCase[]): Figure[] {
-	const group =
-		'4. Download 4 × 4K images, n8n filesystem binary mode (fresh process each, RSS sampled every 5 ms)';
+	const group = '4. Download 4 × 4K images, n8n filesystem binary mode (fresh process each, RSS sampled every 5 ms)';
 	const figures: Figure[] = [];
 	for (const { label, measurement, meaningful, bare, reference } of cases) {
 		const image = Math.max(...measurement.sizes);
@@ -144,7 +138,7 @@ export function downloadFigures(cases: DownloadCase[]): Figure[] {
 					ideal: image,
 					unit: 'bytes',
 					target: 'n/a (image below RSS noise)',
-					note: "The emulator serves 1-bit palette PNGs (a 4K one is a few KiB), so RSS growth against it is runtime noise; the realistic host in front of the emulator serves incompressible files of a real 4K PNG's size through the same 302 → signed-link path.",
+					note: 'The emulator serves 1-bit palette PNGs (a 4K one is a few KiB), so RSS growth against it is runtime noise; the realistic host in front of the emulator serves incompressible files of a real 4K PNG\'s size through the same 302 → signed-link path.',
 				}),
 			);
 			continue;
@@ -156,9 +150,7 @@ export function downloadFigures(cases: DownloadCase[]): Figure[] {
 				measured: growth,
 				ideal: image,
 				unit: 'bytes',
-				...(reference
-					? { target: 'reference (no n8n)' }
-					: { maxRatio: 1.5, target: 'ratio ≤ 1.5 (§7)' }),
+				...(reference ? { target: 'reference (no n8n)' } : { maxRatio: 1.5, target: 'ratio ≤ 1.5 (§7)' }),
 				note: 'Streaming costs a bounded amount, not a multiple of the image: Node frees socket chunks only when V8 collects them, and V8 lets about 30 MiB of such off-heap garbage pile up before it does, so growth follows the bytes streamed up to that cap (≈ 30 MiB for 4 × 4, 8, 16 or 32 MiB images alike). A bare node:http client piping the same files to disk shows the same growth, so "≤ 1.5 × one image" holds only for images of about 20 MiB and more. Proposed target: peak RSS growth ≤ 1.5 × the bare streaming client\'s, and independent of image size.',
 			}),
 		);

@@ -40,18 +40,11 @@ export async function emittedIds(userFolder, workflowId, nodeName) {
 			},
 		);`;
 	const file = path.join(userFolder, '.n8n', 'database.sqlite');
-	const result = await runCommand(
-		paths.nodeBin,
-		['--max-old-space-size=4096', '-e', script, JSON.stringify([file, workflowId, nodeName])],
-		{
-			cwd: paths.dir,
-			timeoutMs: 10 * 60_000,
-		},
-	);
-	if (result.code !== 0)
-		throw new Error(
-			`reading the executions failed (${result.code}): ${result.stderr.slice(0, 2000)}`,
-		);
+	const result = await runCommand(paths.nodeBin, ['--max-old-space-size=4096', '-e', script, JSON.stringify([file, workflowId, nodeName])], {
+		cwd: paths.dir,
+		timeoutMs: 10 * 60_000,
+	});
+	if (result.code !== 0) throw new Error(`reading the executions failed (${result.code}): ${result.stderr.slice(0, 2000)}`);
 	return JSON.parse(result.stdout);
 }
 
@@ -66,8 +59,7 @@ export async function idleRss(pid, startedAt) {
 		samples.push(procStatus(pid).rss);
 		const last = samples.slice(-5);
 		const settled = last.length === 5 && Math.max(...last) <= 1.02 * Math.min(...last);
-		if ((settled && Date.now() - startedAt > 30_000) || Date.now() - startedAt > 180_000)
-			return samples.at(-1);
+		if ((settled && Date.now() - startedAt > 30_000) || Date.now() - startedAt > 180_000) return samples.at(-1);
 	}
 }
 
@@ -76,11 +68,7 @@ export async function v8Memory(url) {
 	try {
 		const text = (await call(`${url}/metrics`)).text;
 		const read = (name) => Number(new RegExp(`^\\w*${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-		return {
-			heapTotal: read('nodejs_heap_size_total_bytes'),
-			heapUsed: read('nodejs_heap_size_used_bytes'),
-			external: read('nodejs_external_memory_bytes'),
-		};
+		return { heapTotal: read('nodejs_heap_size_total_bytes'), heapUsed: read('nodejs_heap_size_used_bytes'), external: read('nodejs_external_memory_bytes') };
 	} catch {
 		return { heapTotal: NaN, heapUsed: NaN, external: NaN };
 	}
@@ -125,3 +113,4 @@ export async function untilDrained({ baseUrl, n8n, backlog, quietMs, timeoutMs }
 		if (Date.now() - started > timeoutMs) return 'timeout';
 	}
 }
+

@@ -9,26 +9,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-import {
-	createUserFolder,
-	importCredential,
-	importWorkflow,
-	packPackage,
-	publishWorkflow,
-	startN8n,
-} from '../e2e/n8n.mjs';
+import { createUserFolder, importCredential, importWorkflow, packPackage, publishWorkflow, startN8n } from '../e2e/n8n.mjs';
 import { emittedIds, idleRss, untilDrained, v8Memory, watchV8 } from './drain-measure.mjs';
 import { figure } from './figures.ts';
-import {
-	CREDENTIAL,
-	HEADER_AUTH,
-	hostStats,
-	imagePackTriggerWorkflow,
-	profiling,
-	treeCpuMs,
-	userPollWorkflow,
-	watchRss,
-} from './n8n.bench.mjs';
+import { CREDENTIAL, HEADER_AUTH, hostStats, imagePackTriggerWorkflow, profiling, treeCpuMs, userPollWorkflow, watchRss } from './n8n.bench.mjs';
 
 const MIB = 2 ** 20;
 /** The issue's bound on a catch-up's peak RSS growth. */
@@ -43,17 +27,10 @@ export function drainRuns({ backlogs, caps, images, heapMiB, userBacklogs, pollS
 	const [first, ...others] = images;
 	// BENCH_DRAIN_HEAP_ALL=320: the main series with the heap capped too (is it flat there?).
 	const all = Number(process.env.BENCH_DRAIN_HEAP_ALL ?? 0) || undefined;
-	for (const backlog of backlogs)
-		for (const cap of caps)
-			runs.push({ approach: 'trigger', backlog, cap, images: first, heapMiB: all });
+	for (const backlog of backlogs) for (const cap of caps) runs.push({ approach: 'trigger', backlog, cap, images: first, heapMiB: all });
 	const mid = backlogs.includes(10_000) ? 10_000 : backlogs[0];
-	for (const count of others)
-		for (const cap of caps)
-			runs.push({ approach: 'trigger', backlog: mid, cap, images: count, heapMiB: all });
-	if (heapMiB)
-		for (const count of images)
-			for (const cap of caps)
-				runs.push({ approach: 'trigger', backlog: mid, cap, images: count, heapMiB });
+	for (const count of others) for (const cap of caps) runs.push({ approach: 'trigger', backlog: mid, cap, images: count, heapMiB: all });
+	if (heapMiB) for (const count of images) for (const cap of caps) runs.push({ approach: 'trigger', backlog: mid, cap, images: count, heapMiB });
 	for (const run of runs) if (pollSeconds) run.pollSeconds = pollSeconds;
 	for (const backlog of userBacklogs) runs.push({ approach: 'user', backlog, images: first });
 	return runs;
@@ -64,15 +41,12 @@ export function drainRuns({ backlogs, caps, images, heapMiB, userBacklogs, pollS
  * that many manifests fits in 80 % of it on this machine (1 s for 100, 5 s for 1,000).
  */
 const pollSecondsFor = (run) =>
-	run.pollSeconds ??
-	Number(process.env.BENCH_DRAIN_POLL_SECONDS ?? Math.max(1, Math.ceil(run.cap / 200)));
+	run.pollSeconds ?? Number(process.env.BENCH_DRAIN_POLL_SECONDS ?? Math.max(1, Math.ceil(run.cap / 200)));
 
 /** BENCH_N8N_ENV='NAME=value,…': more environment for n8n (to try a setting). */
 function extraEnv() {
 	const pairs = (process.env.BENCH_N8N_ENV ?? '').split(',').filter(Boolean);
-	return Object.fromEntries(
-		pairs.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
-	);
+	return Object.fromEntries(pairs.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
 }
 
 /** The workflow of a run, in a new n8n user folder with both credentials. */
@@ -81,24 +55,12 @@ async function prepareRun(env, { endpoints, storage, tarball, run }) {
 	const pollSeconds = run.approach === 'trigger' ? pollSecondsFor(run) : undefined;
 	const id = run.approach === 'trigger' ? 'benchDrainTrigger' : 'benchDrainUser';
 	const workflow =
-		run.approach === 'trigger'
-			? imagePackTriggerWorkflow(id, { pollSeconds, maxPerPoll: run.cap })
-			: userPollWorkflow(id, baseUrl);
-	const label =
-		run.approach === 'trigger'
-			? `Image Pack Trigger, ${run.cap} per poll every ${pollSeconds} s`
-			: 'Schedule (15 s) + HTTP Request + Code';
-	const user = await createUserFolder({
-		tarball,
-		dir: fs.mkdtempSync(path.join(storage, 'n8n-drain-')),
-	});
+		run.approach === 'trigger' ? imagePackTriggerWorkflow(id, { pollSeconds, maxPerPoll: run.cap }) : userPollWorkflow(id, baseUrl);
+	const label = run.approach === 'trigger' ? `Image Pack Trigger, ${run.cap} per poll every ${pollSeconds} s` : 'Schedule (15 s) + HTTP Request + Code';
+	const user = await createUserFolder({ tarball, dir: fs.mkdtempSync(path.join(storage, 'n8n-drain-')) });
 	await importCredential(user.dir, [
 		{ ...CREDENTIAL, type: 'imagePackApi', data: { baseUrl, apiKey: endpoints.apiKey } },
-		{
-			...HEADER_AUTH,
-			type: 'httpHeaderAuth',
-			data: { name: 'Authorization', value: `Bearer ${endpoints.apiKey}` },
-		},
+		{ ...HEADER_AUTH, type: 'httpHeaderAuth', data: { name: 'Authorization', value: `Bearer ${endpoints.apiKey}` } },
 	]);
 	await importWorkflow(user.dir, workflow);
 	await publishWorkflow(user.dir, workflow.id);
@@ -107,9 +69,7 @@ async function prepareRun(env, { endpoints, storage, tarball, run }) {
 
 function startFor(user, run, cpuProfDir) {
 	const profile = profiling(cpuProfDir).NODE_OPTIONS;
-	const nodeOptions = [run.heapMiB ? `--max-old-space-size=${run.heapMiB}` : '', profile ?? '']
-		.join(' ')
-		.trim();
+	const nodeOptions = [run.heapMiB ? `--max-old-space-size=${run.heapMiB}` : '', profile ?? ''].join(' ').trim();
 	return startN8n({
 		userFolder: user.dir,
 		echo: Boolean(process.env.BENCH_N8N_ECHO),
@@ -138,10 +98,7 @@ async function measureDrain(env, { n8n, startedAt, run, baseUrl, timeoutMs }) {
 	const rss = watchRss(pid);
 	const v8 = watchV8(n8n.url);
 	const publishedAt = Date.now();
-	const { firstId, lastId } = await env.control.publishBulk({
-		count: run.backlog,
-		images: run.images,
-	});
+	const { firstId, lastId } = await env.control.publishBulk({ count: run.backlog, images: run.images });
 	const quietMs = run.approach === 'user' ? 50_000 : 10_000;
 	const outcome = await untilDrained({ baseUrl, n8n, backlog: run.backlog, quietMs, timeoutMs });
 	const peak = rss.stop();
@@ -153,21 +110,7 @@ async function measureDrain(env, { n8n, startedAt, run, baseUrl, timeoutMs }) {
 	const afterV8 = crashed ? {} : await v8Memory(n8n.url);
 	const exitCode = crashed ? (n8n.process.exitCode ?? n8n.process.signalCode) : null;
 	const v8Figures = { idle: idleV8, peak: peakV8, after: afterV8 };
-	return {
-		outcome,
-		exitCode,
-		idle,
-		peak,
-		growth: peak - idle,
-		settledAfter,
-		v8: v8Figures,
-		publishedAt,
-		cpuMs,
-		lists,
-		details,
-		warmup,
-		ids: [firstId - warmup, lastId],
-	};
+	return { outcome, exitCode, idle, peak, growth: peak - idle, settledAfter, v8: v8Figures, publishedAt, cpuMs, lists, details, warmup, ids: [firstId - warmup, lastId] };
 }
 
 /** Whether every publication from `from` to `to` was emitted once, from what n8n stored. */
@@ -180,40 +123,20 @@ async function verifyDrain(user, workflow, approach, [from, to]) {
 	for (let expected = from; expected <= to; expected++) if (!counts.has(expected)) misses++;
 	const duplicates = [...counts.values()].reduce((sum, n) => sum + n - 1, 0);
 	const executions = Object.values(read.statuses).reduce((sum, n) => sum + n, 0);
-	return {
-		emittedAll: read.ids.length,
-		misses,
-		duplicates,
-		statuses: read.statuses,
-		executions,
-		lastStoppedAt: read.lastStoppedAt,
-	};
+	return { emittedAll: read.ids.length, misses, duplicates, statuses: read.statuses, executions, lastStoppedAt: read.lastStoppedAt };
 }
 
 async function drainRun(env, { endpoints, storage, tarball, run, timeoutMs, cpuProfDir }) {
 	await env.control.reset();
-	const { user, workflow, label, pollSeconds } = await prepareRun(env, {
-		endpoints,
-		storage,
-		tarball,
-		run,
-	});
+	const { user, workflow, label, pollSeconds } = await prepareRun(env, { endpoints, storage, tarball, run });
 	const heap = run.heapMiB ? `, heap capped at ${run.heapMiB} MiB` : '';
-	env.log(
-		`n8n drain: ${label}, ${run.backlog} publications with ${run.images}-image manifests${heap}`,
-	);
+	env.log(`n8n drain: ${label}, ${run.backlog} publications with ${run.images}-image manifests${heap}`);
 	try {
 		const startedAt = Date.now();
 		const n8n = await startFor(user, run, cpuProfDir);
 		let measured;
 		try {
-			measured = await measureDrain(env, {
-				n8n,
-				startedAt,
-				run,
-				baseUrl: endpoints.realisticBaseUrl,
-				timeoutMs,
-			});
+			measured = await measureDrain(env, { n8n, startedAt, run, baseUrl: endpoints.realisticBaseUrl, timeoutMs });
 		} finally {
 			await n8n.stop();
 		}
@@ -235,32 +158,13 @@ async function drainRun(env, { endpoints, storage, tarball, run, timeoutMs, cpuP
 }
 
 /** Every run of the matrix, one n8n start each (about 50 minutes with the defaults on 2 cores). */
-export async function benchN8nDrain(
-	env,
-	{
-		endpoints,
-		storage,
-		backlogs,
-		caps,
-		images,
-		heapMiB,
-		userBacklogs,
-		pollSeconds,
-		timeoutMs,
-		cpuProfDir,
-	},
-) {
+export async function benchN8nDrain(env, { endpoints, storage, backlogs, caps, images, heapMiB, userBacklogs, pollSeconds, timeoutMs, cpuProfDir }) {
 	const only = process.env.BENCH_N8N_ONLY;
-	const runs = drainRuns({ backlogs, caps, images, heapMiB, userBacklogs, pollSeconds }).filter(
-		(run) => !only || run.approach === only,
-	);
+	const runs = drainRuns({ backlogs, caps, images, heapMiB, userBacklogs, pollSeconds }).filter((run) => !only || run.approach === only);
 	const tarball = await packPackage();
 	const results = [];
 	try {
-		for (const run of runs)
-			results.push(
-				await drainRun(env, { endpoints, storage, tarball, run, timeoutMs, cpuProfDir }),
-			);
+		for (const run of runs) results.push(await drainRun(env, { endpoints, storage, tarball, run, timeoutMs, cpuProfDir }));
 	} finally {
 		fs.rmSync(path.dirname(tarball), { recursive: true, force: true });
 		await env.control.reset();
@@ -272,16 +176,13 @@ function drainFigures(results) {
 	const group =
 		'N8N-3. Draining a backlog in a running n8n 2.41.1 (legacy scheduler, the trigger alone, default execution saving): peak RSS over idle, drain rate, each publication once';
 	const note =
-		"Drain: peak RSS = the n8n process's kernel high-water mark from the publication of the backlog to the last execution (reset before), minus its settled RSS while idle. " +
+		'Drain: peak RSS = the n8n process\'s kernel high-water mark from the publication of the backlog to the last execution (reset before), minus its settled RSS while idle. ' +
 		'Rate = publications delivered per second from the publication of the backlog to the end of the last execution that emitted. Heap 320 MiB = NODE_OPTIONS=--max-old-space-size=320 (a 640 MiB instance).';
 	const figures = [];
 	for (const r of results) {
 		const heap = r.heapMiB ? `, heap ${r.heapMiB} MiB` : '';
 		const name = `${r.label}, ${r.backlog.toLocaleString('en-US')} × ${r.images} images${heap}`;
-		const failed =
-			r.outcome !== 'drained'
-				? ` — ${r.outcome.toUpperCase()}${r.exitCode !== null ? ` (${r.exitCode})` : ''}`
-				: '';
+		const failed = r.outcome !== 'drained' ? ` — ${r.outcome.toUpperCase()}${r.exitCode !== null ? ` (${r.exitCode})` : ''}` : '';
 		figures.push(
 			figure({
 				group,
@@ -320,14 +221,7 @@ function drainFigures(results) {
 	}
 	// Flat in the backlog: the largest backlog's growth against the smallest's, per cap, image count and heap.
 	for (const r of results.filter((x) => x.approach === 'trigger')) {
-		const series = results.filter(
-			(x) =>
-				x.approach === 'trigger' &&
-				x.heapMiB === r.heapMiB &&
-				x.cap === r.cap &&
-				x.pollSeconds === r.pollSeconds &&
-				x.images === r.images,
-		);
+		const series = results.filter((x) => x.approach === 'trigger' && x.heapMiB === r.heapMiB && x.cap === r.cap && x.pollSeconds === r.pollSeconds && x.images === r.images);
 		if (series.length < 2 || r !== series.at(-1)) continue;
 		const largest = Math.max(...series.map((x) => x.growth));
 		const smallest = Math.min(...series.map((x) => x.growth));

@@ -54,10 +54,7 @@ export function benchEnv(options: {
 }
 
 /** Times one async call. */
-export async function timed<T>(
-	clock: BenchClock,
-	work: () => Promise<T>,
-): Promise<{ ms: number; value: T }> {
+export async function timed<T>(clock: BenchClock, work: () => Promise<T>): Promise<{ ms: number; value: T }> {
 	const started = clock.now();
 	const value = await work();
 	return { ms: clock.now() - started, value };

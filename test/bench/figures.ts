@@ -41,12 +41,7 @@ export interface FigureInput {
 
 export function figure(input: FigureInput): Figure {
 	const ideal = input.ideal ?? null;
-	const ratio =
-		ideal !== null && ideal > 0
-			? input.measured / ideal
-			: ideal === 0 && input.measured === 0
-				? 1
-				: null;
+	const ratio = ideal !== null && ideal > 0 ? input.measured / ideal : ideal === 0 && input.measured === 0 ? 1 : null;
 	let verdict: Verdict = input.verdict ?? 'info';
 	let target = input.target ?? '—';
 	if (input.verdict === undefined && input.maxRatio !== undefined) {
@@ -73,9 +68,7 @@ export function formatValue(value: number | null, unit: string): string {
 	if (value === null || !Number.isFinite(value)) return '—';
 	switch (unit) {
 		case 'ms':
-			return value >= 10_000
-				? `${(value / 1000).toFixed(1)} s`
-				: `${value.toFixed(value < 10 ? 2 : 0)} ms`;
+			return value >= 10_000 ? `${(value / 1000).toFixed(1)} s` : `${value.toFixed(value < 10 ? 2 : 0)} ms`;
 		case 'bytes':
 			if (value >= 1024 * 1024) return `${(value / 1024 / 1024).toFixed(2)} MiB`;
 			if (value >= 1024) return `${(value / 1024).toFixed(1)} KiB`;
@@ -108,11 +101,8 @@ function cells(f: Figure): string[] {
 /** A fixed-width table, grouped by measurement, for a terminal. */
 export function textTable(figures: Figure[]): string {
 	const rows = figures.map(cells);
-	const widths = HEADERS.map((header, i) =>
-		Math.max(header.length, ...rows.map((row) => row[i].length)),
-	);
-	const line = (row: string[]) =>
-		row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ');
+	const widths = HEADERS.map((header, i) => Math.max(header.length, ...rows.map((row) => row[i].length)));
+	const line = (row: string[]) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ');
 	const out: string[] = [line(HEADERS), widths.map((w) => '-'.repeat(w)).join('  ')];
 	let group = '';
 	figures.forEach((f, index) => {
@@ -130,10 +120,7 @@ export function textTable(figures: Figure[]): string {
 /** The same figures as a Markdown table (one table, the group as a bold first cell). */
 export function markdownTable(figures: Figure[]): string {
 	const escape = (text: string) => text.replace(/\|/g, '\\|');
-	const out = [
-		`| ${HEADERS.join(' | ')} |`,
-		`| ${HEADERS.map((_, i) => (i === 0 ? '---' : '---:')).join(' | ')} |`,
-	];
+	const out = [`| ${HEADERS.join(' | ')} |`, `| ${HEADERS.map((_, i) => (i === 0 ? '---' : '---:')).join(' | ')} |`];
 	let group = '';
 	for (const f of figures) {
 		if (f.group !== group) {

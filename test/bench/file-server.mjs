@@ -11,8 +11,6 @@ require('node:http').createServer((req, res) => {
 	res.end(body);
 }).listen(0, '127.0.0.1', function () { console.log(this.address().port); });`;
 	const server = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
-	const port = await new Promise((resolve) =>
-		server.stdout.once('data', (data) => resolve(Number(String(data).trim()))),
-	);
+	const port = await new Promise((resolve) => server.stdout.once('data', (data) => resolve(Number(String(data).trim()))));
 	return { url: `http://127.0.0.1:${port}/file.png`, close: () => server.kill() };
 }

@@ -49,12 +49,7 @@ async function runGenerate(env: BenchEnv, count: number, options: IDataObject) {
 async function requestCounts(env: BenchEnv) {
 	const log = await env.control.requests();
 	const count = (route: string) => log.filter((entry) => entry.route === route).length;
-	return {
-		total: log.length,
-		generate: count('generate'),
-		file: count('file'),
-		signedFile: count('signedFile'),
-	};
+	return { total: log.length, generate: count('generate'), file: count('file'), signedFile: count('signedFile') };
 }
 
 /** One generate (and its download) by a bare HTTP client: the floor any client pays on this machine. */
@@ -62,24 +57,17 @@ async function bareGenerate(env: BenchEnv, download: boolean): Promise<number> {
 	const { baseUrl, apiKey } = env.emulator;
 	const res = await request(`${baseUrl}/api/v1/generate`, {
 		method: 'POST',
-		headers: {
-			authorization: `Bearer ${apiKey}`,
-			'content-type': 'application/json',
-			accept: 'application/json',
-		},
+		headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', accept: 'application/json' },
 		body: JSON.stringify({ prompt: PROMPT, model: 'nano-banana-2', resolution: '1K', n: 1 }),
 	});
 	const body = (await res.body.json()) as { duration_ms: number; images: Array<{ url: string }> };
 	if (res.statusCode !== 200) throw new Error(`bare generate answered ${res.statusCode}`);
 	if (download) {
 		for (const image of body.images) {
-			const redirect = await request(`${baseUrl}${image.url}`, {
-				headers: { authorization: `Bearer ${apiKey}` },
-			});
+			const redirect = await request(`${baseUrl}${image.url}`, { headers: { authorization: `Bearer ${apiKey}` } });
 			await redirect.body.dump();
 			const location = redirect.headers.location;
-			if (redirect.statusCode !== 302 || typeof location !== 'string')
-				throw new Error('bare download: no redirect');
+			if (redirect.statusCode !== 302 || typeof location !== 'string') throw new Error('bare download: no redirect');
 			const file = await request(location);
 			await file.body.arrayBuffer();
 		}
@@ -112,14 +100,7 @@ export async function benchGenerate(env: BenchEnv): Promise<Figure[]> {
 		const requests = await requestCounts(env);
 		const ideal = Math.ceil(count / concurrency) * latency;
 		figures.push(
-			figure({
-				group,
-				figure: `c=${concurrency}: wall time`,
-				measured: ms,
-				ideal,
-				unit: 'ms',
-				maxRatio: 1.1,
-			}),
+			figure({ group, figure: `c=${concurrency}: wall time`, measured: ms, ideal, unit: 'ms', maxRatio: 1.1 }),
 			figure({
 				group,
 				figure: `c=${concurrency}: API requests (all routes)`,
@@ -178,22 +159,11 @@ export async function benchOverhead(env: BenchEnv): Promise<Figure[]> {
 	await runGenerate(env, 2, {});
 	await bareSequence(env, 2, true);
 
-	const cases: Array<{ label: string; latency: number; options: IDataObject; download: boolean }> =
-		[
-			{ label: 'latency 0, defaults (download on)', latency: 0, options: {}, download: true },
-			{
-				label: `latency ${latency} ms, defaults (download on)`,
-				latency,
-				options: {},
-				download: true,
-			},
-			{
-				label: 'latency 0, downloadImages off',
-				latency: 0,
-				options: { downloadImages: false },
-				download: false,
-			},
-		];
+	const cases: Array<{ label: string; latency: number; options: IDataObject; download: boolean }> = [
+		{ label: 'latency 0, defaults (download on)', latency: 0, options: {}, download: true },
+		{ label: `latency ${latency} ms, defaults (download on)`, latency, options: {}, download: true },
+		{ label: 'latency 0, downloadImages off', latency: 0, options: { downloadImages: false }, download: false },
+	];
 	for (const c of cases) {
 		env.log(`overhead: ${c.label}`);
 		await env.control.setLatency('generate', c.latency);

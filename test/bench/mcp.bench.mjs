@@ -10,23 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import { emulatorCredential, startTestEmulator, waitFor } from '../e2e/fixtures.mjs';
-import {
-	BEARER,
-	GENERATE_TOOL,
-	callTool,
-	generateArgs,
-	mcpClient,
-	mcpWorkflow,
-} from '../e2e/mcp-client.mjs';
-import {
-	createUserFolder,
-	ensureN8n,
-	importCredential,
-	importWorkflow,
-	packPackage,
-	publishWorkflow,
-	startN8n,
-} from '../e2e/n8n.mjs';
+import { BEARER, GENERATE_TOOL, callTool, generateArgs, mcpClient, mcpWorkflow } from '../e2e/mcp-client.mjs';
+import { createUserFolder, ensureN8n, importCredential, importWorkflow, packPackage, publishWorkflow, startN8n } from '../e2e/n8n.mjs';
 import { figure } from './figures.ts';
 
 const GROUP = 'MCP Server Trigger (n8n 2.41.1, official MCP client, Generate tool)';
@@ -39,8 +24,7 @@ export async function benchMcp({ log, clock = performance }) {
 	const emulator = await startTestEmulator();
 	const tarball = process.env.IMAGEPACK_TARBALL || (await packPackage());
 	const userFolder = await createUserFolder({ tarball });
-	if (!process.env.IMAGEPACK_TARBALL)
-		fs.rmSync(path.dirname(tarball), { recursive: true, force: true });
+	if (!process.env.IMAGEPACK_TARBALL) fs.rmSync(path.dirname(tarball), { recursive: true, force: true });
 	let n8n;
 	try {
 		const credential = emulatorCredential(emulator);
@@ -49,10 +33,7 @@ export async function benchMcp({ log, clock = performance }) {
 		await publishWorkflow(userFolder.dir, WORKFLOW.id);
 		n8n = await startN8n({ userFolder: userFolder.dir });
 		const url = `${n8n.url}/mcp/${WORKFLOW.path}`;
-		await waitFor(async () => (await fetch(url, { method: 'POST' })).status !== 404, {
-			timeoutMs: 60_000,
-			what: 'the MCP endpoint',
-		});
+		await waitFor(async () => (await fetch(url, { method: 'POST' })).status !== 404, { timeoutMs: 60_000, what: 'the MCP endpoint' });
 		await emulator.control.reset();
 		await emulator.control.setLatency('generate', LATENCY_MS);
 		const args = generateArgs('MCP bench vase');
@@ -63,9 +44,7 @@ export async function benchMcp({ log, clock = performance }) {
 		const firstAnswerMs = clock.now() - started;
 		const handle = running.json?.[0]?.handle;
 		const second = await mcpClient(url);
-		const collected = await callTool(second, GENERATE_TOOL, { ...args, handle }).finally(() =>
-			second.close(),
-		);
+		const collected = await callTool(second, GENERATE_TOOL, { ...args, handle }).finally(() => second.close());
 		const collectedMs = clock.now() - started;
 		const charged = (await emulator.control.turns()).filter((turn) => turn.charged > 0).length;
 		return [
@@ -81,23 +60,14 @@ export async function benchMcp({ log, clock = performance }) {
 			}),
 			figure({
 				group: GROUP,
-				figure:
-					'… collected by a second session (same arguments and handle) — time from the first call',
+				figure: '… collected by a second session (same arguments and handle) — time from the first call',
 				measured: collectedMs,
 				ideal: LATENCY_MS,
 				unit: 'ms',
 				maxRatio: 1.1,
 				verdict: collected.isError ? 'miss' : undefined,
 			}),
-			figure({
-				group: GROUP,
-				figure: '… generations charged for the two calls',
-				measured: charged,
-				ideal: 1,
-				unit: '',
-				maxRatio: 1,
-				target: '= 1',
-			}),
+			figure({ group: GROUP, figure: '… generations charged for the two calls', measured: charged, ideal: 1, unit: '', maxRatio: 1, target: '= 1' }),
 		];
 	} finally {
 		await n8n?.stop();

@@ -20,8 +20,7 @@ const { PerformanceObserver, constants } = require('node:perf_hooks');
 
 // BENCH_N8N_V8_FLAGS: V8 flags for n8n, set here because NODE_OPTIONS refuses most of them (e.g.
 // --external-memory-accounted-in-global-limit, docs/performance.md).
-if (process.env.BENCH_N8N_V8_FLAGS)
-	require('node:v8').setFlagsFromString(process.env.BENCH_N8N_V8_FLAGS);
+if (process.env.BENCH_N8N_V8_FLAGS) require('node:v8').setFlagsFromString(process.env.BENCH_N8N_V8_FLAGS);
 
 const dir = process.env.BENCH_N8N_PROF_DIR;
 const gcOnly = Boolean(process.env.BENCH_N8N_PROF_GC_ONLY);
@@ -35,9 +34,7 @@ if (dir) {
 	let session;
 	let run;
 	const post = (method, params) =>
-		new Promise((resolve, reject) =>
-			session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))),
-		);
+		new Promise((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))));
 	const observer = new PerformanceObserver((list) => {
 		if (!run) return;
 		for (const entry of list.getEntries()) {
@@ -46,8 +43,7 @@ if (dir) {
 			const row = (run.gc[kind] ??= { count: 0, ms: 0 });
 			row.count++;
 			row.ms += entry.duration;
-			if (entry.detail?.flags & constants.NODE_PERFORMANCE_GC_FLAGS_ALL_EXTERNAL_MEMORY)
-				run.externalMemoryGcs++;
+			if (entry.detail?.flags & constants.NODE_PERFORMANCE_GC_FLAGS_ALL_EXTERNAL_MEMORY) run.externalMemoryGcs++;
 		}
 	});
 	let collect;
@@ -62,15 +58,8 @@ if (dir) {
 			collect();
 		}
 		if (!gcOnly) await startProfilers();
-		if (process.env.BENCH_N8N_TRACE_GC)
-			require('node:v8').setFlagsFromString('--trace-gc --trace-incremental-marking');
-		run = {
-			label,
-			gc: {},
-			externalMemoryGcs: 0,
-			cpu: process.cpuUsage(),
-			started: performance.now(),
-		};
+		if (process.env.BENCH_N8N_TRACE_GC) require('node:v8').setFlagsFromString('--trace-gc --trace-incremental-marking');
+		run = { label, gc: {}, externalMemoryGcs: 0, cpu: process.cpuUsage(), started: performance.now() };
 		observer.observe({ entryTypes: ['gc'] });
 		fs.writeFileSync(path.join(dir, `${label}.started`), '');
 	}
@@ -96,8 +85,7 @@ if (dir) {
 		const wallMs = performance.now() - run.started;
 		run = undefined;
 		observer.disconnect();
-		if (process.env.BENCH_N8N_TRACE_GC)
-			require('node:v8').setFlagsFromString('--no-trace-gc --no-trace-incremental-marking');
+		if (process.env.BENCH_N8N_TRACE_GC) require('node:v8').setFlagsFromString('--no-trace-gc --no-trace-incremental-marking');
 		if (!gcOnly) {
 			const { profile } = await post('Profiler.stop');
 			const { profile: heap } = await post('HeapProfiler.stopSampling');
@@ -105,16 +93,11 @@ if (dir) {
 			fs.writeFileSync(path.join(dir, `${label}.heapprofile`), JSON.stringify(heap));
 		}
 		const cpuMs = (cpu.user + cpu.system) / 1000;
-		fs.writeFileSync(
-			path.join(dir, `${label}.json`),
-			JSON.stringify({ label, wallMs, cpuMs, gc, externalMemoryGcs }, null, 1),
-		);
+		fs.writeFileSync(path.join(dir, `${label}.json`), JSON.stringify({ label, wallMs, cpuMs, gc, externalMemoryGcs }, null, 1));
 		fs.writeFileSync(path.join(dir, `${label}.done`), '');
 	}
 	let busy = Promise.resolve();
 	process.on('SIGUSR2', () => {
-		busy = busy
-			.then(() => (run ? stop() : start()))
-			.catch((error) => process.stderr.write(`n8n-profiler: ${error.stack}\n`));
+		busy = busy.then(() => (run ? stop() : start())).catch((error) => process.stderr.write(`n8n-profiler: ${error.stack}\n`));
 	});
 }

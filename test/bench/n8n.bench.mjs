@@ -14,15 +14,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 
-import {
-	createUserFolder,
-	importCredential,
-	importWorkflow,
-	packPackage,
-	publishWorkflow,
-	querySqlite,
-	startN8n,
-} from '../e2e/n8n.mjs';
+import { createUserFolder, importCredential, importWorkflow, packPackage, publishWorkflow, querySqlite, startN8n } from '../e2e/n8n.mjs';
 import { figure } from './figures.ts';
 
 const IMAGEPACK = 'n8n-nodes-imagepack.imagePack';
@@ -36,23 +28,11 @@ export function call(url, { method = 'GET', body } = {}) {
 		const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
 		const req = http.request(
 			url,
-			{
-				method,
-				agent: false,
-				headers: payload
-					? { 'content-type': 'application/json', 'content-length': payload.length }
-					: {},
-			},
+			{ method, agent: false, headers: payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {} },
 			(res) => {
 				const chunks = [];
 				res.on('data', (chunk) => chunks.push(chunk));
-				res.on('end', () =>
-					resolve({
-						status: res.statusCode,
-						headers: res.headers,
-						text: Buffer.concat(chunks).toString('utf8'),
-					}),
-				);
+				res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
 				res.on('error', reject);
 			},
 		);
@@ -69,8 +49,7 @@ export async function hostStats(baseUrl, reset = false) {
 export function procStatus(pid) {
 	try {
 		const text = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-		const kib = (key) =>
-			Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN) * 1024;
+		const kib = (key) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN) * 1024;
 		return { rss: kib('VmRSS'), hwm: kib('VmHWM') };
 	} catch {
 		return { rss: NaN, hwm: NaN };
@@ -145,8 +124,7 @@ export async function settleRss(pid, limitMs = 30_000) {
 export async function waitFor(what, check, timeoutMs = 120_000) {
 	const started = Date.now();
 	while (!(await check())) {
-		if (Date.now() - started > timeoutMs)
-			throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+		if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
 		await new Promise((resolve) => setTimeout(resolve, 500));
 	}
 }
@@ -174,11 +152,7 @@ async function bareFetchMs(baseUrl, apiKey, dir, parallel = 1, samples = 5) {
 			http
 				.get(url, { headers, agent: false }, (res) => {
 					const sink = file ? fs.createWriteStream(file) : null;
-					if (sink)
-						res
-							.pipe(sink)
-							.on('finish', () => resolve(res))
-							.on('error', reject);
+					if (sink) res.pipe(sink).on('finish', () => resolve(res)).on('error', reject);
 					else res.on('data', () => {}).on('end', () => resolve(res));
 					res.on('error', reject);
 				})
@@ -186,9 +160,7 @@ async function bareFetchMs(baseUrl, apiKey, dir, parallel = 1, samples = 5) {
 		});
 	// Piped to disk, as n8n's filesystem binary mode stores them.
 	const fetchOne = async (name) => {
-		const redirect = await get(`${baseUrl}/api/file/${name}.png`, {
-			authorization: `Bearer ${apiKey}`,
-		});
+		const redirect = await get(`${baseUrl}/api/file/${name}.png`, { authorization: `Bearer ${apiKey}` });
 		await get(new URL(redirect.headers.location, baseUrl).href, {}, path.join(dir, name));
 	};
 	const times = [];
@@ -196,18 +168,13 @@ async function bareFetchMs(baseUrl, apiKey, dir, parallel = 1, samples = 5) {
 	for (let round = 0; round < samples + 1; round++) {
 		const started = performance.now();
 		if (round === 1) cpu = process.cpuUsage();
-		await Promise.all(
-			Array.from({ length: parallel }, (_, i) => fetchOne(`bare-fetch-${round}-${i}`)),
-		);
+		await Promise.all(Array.from({ length: parallel }, (_, i) => fetchOne(`bare-fetch-${round}-${i}`)));
 		if (round > 0) times.push(performance.now() - started); // the first round warms up
 		for (const name of fs.readdirSync(dir)) fs.rmSync(path.join(dir, name));
 	}
 	const used = process.cpuUsage(cpu);
 	times.sort((a, b) => a - b);
-	return {
-		ms: times[Math.floor(times.length / 2)],
-		cpuMsPerFile: (used.user + used.system) / 1000 / (samples * parallel),
-	};
+	return { ms: times[Math.floor(times.length / 2)], cpuMsPerFile: (used.user + used.system) / 1000 / (samples * parallel) };
 }
 
 export const node = (name, type, typeVersion, parameters, extra = {}) => ({
@@ -223,18 +190,8 @@ export const node = (name, type, typeVersion, parameters, extra = {}) => ({
 export function workflowOf(id, name, nodes) {
 	const positioned = nodes.map((n, index) => ({ ...n, position: [index * 240, 0] }));
 	const connections = {};
-	for (let i = 0; i < positioned.length - 1; i++)
-		connections[positioned[i].name] = {
-			main: [[{ node: positioned[i + 1].name, type: 'main', index: 0 }]],
-		};
-	return {
-		id,
-		name,
-		nodes: positioned,
-		connections,
-		settings: { executionOrder: 'v1' },
-		active: false,
-	};
+	for (let i = 0; i < positioned.length - 1; i++) connections[positioned[i].name] = { main: [[{ node: positioned[i + 1].name, type: 'main', index: 0 }]] };
+	return { id, name, nodes: positioned, connections, settings: { executionOrder: 'v1' }, active: false };
 }
 
 const GENERATE = { model: 'nano-banana-2', ratio: '1:1', resolution: '2K', n: 1 };
@@ -242,24 +199,8 @@ const GENERATE = { model: 'nano-banana-2', ratio: '1:1', resolution: '2K', n: 1 
 /** The batch as this package does it: Generate with concurrency c and the node's downloads. */
 function imagePackBatch(id, c) {
 	return workflowOf(id, `bench: Image Pack Generate, c=${c}`, [
-		node(
-			'Webhook',
-			'n8n-nodes-base.webhook',
-			2,
-			{
-				httpMethod: 'POST',
-				path: id,
-				responseMode: 'lastNode',
-				responseData: 'noData',
-				options: {},
-			},
-			{ webhookId: `${id}-hook` },
-		),
-		node('Products', 'n8n-nodes-base.splitOut', 1, {
-			fieldToSplitOut: 'body.items',
-			include: 'noOtherFields',
-			options: {},
-		}),
+		node('Webhook', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: id, responseMode: 'lastNode', responseData: 'noData', options: {} }, { webhookId: `${id}-hook` }),
+		node('Products', 'n8n-nodes-base.splitOut', 1, { fieldToSplitOut: 'body.items', include: 'noOtherFields', options: {} }),
 		node(
 			'Generate images',
 			IMAGEPACK,
@@ -280,24 +221,8 @@ function imagePackBatch(id, c) {
 /** n8n's own floor for a batch: the same webhook and Split Out, then a No Op: no request, no file. */
 function floorBatch(id) {
 	return workflowOf(id, 'bench: n8n floor (no requests)', [
-		node(
-			'Webhook',
-			'n8n-nodes-base.webhook',
-			2,
-			{
-				httpMethod: 'POST',
-				path: id,
-				responseMode: 'lastNode',
-				responseData: 'noData',
-				options: {},
-			},
-			{ webhookId: `${id}-hook` },
-		),
-		node('Products', 'n8n-nodes-base.splitOut', 1, {
-			fieldToSplitOut: 'body.items',
-			include: 'noOtherFields',
-			options: {},
-		}),
+		node('Webhook', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: id, responseMode: 'lastNode', responseData: 'noData', options: {} }, { webhookId: `${id}-hook` }),
+		node('Products', 'n8n-nodes-base.splitOut', 1, { fieldToSplitOut: 'body.items', include: 'noOtherFields', options: {} }),
 		node('Nothing', 'n8n-nodes-base.noOp', 1, {}),
 	]);
 }
@@ -312,24 +237,8 @@ function httpRequestBatch(id, c, baseUrl, latencyMs, fetchIntervalMs) {
 	const auth = { authentication: 'genericCredentialType', genericAuthType: 'httpHeaderAuth' };
 	const credentials = { httpHeaderAuth: HEADER_AUTH };
 	return workflowOf(id, `bench: HTTP Request, c=${c}`, [
-		node(
-			'Webhook',
-			'n8n-nodes-base.webhook',
-			2,
-			{
-				httpMethod: 'POST',
-				path: id,
-				responseMode: 'lastNode',
-				responseData: 'noData',
-				options: {},
-			},
-			{ webhookId: `${id}-hook` },
-		),
-		node('Products', 'n8n-nodes-base.splitOut', 1, {
-			fieldToSplitOut: 'body.items',
-			include: 'noOtherFields',
-			options: {},
-		}),
+		node('Webhook', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: id, responseMode: 'lastNode', responseData: 'noData', options: {} }, { webhookId: `${id}-hook` }),
+		node('Products', 'n8n-nodes-base.splitOut', 1, { fieldToSplitOut: 'body.items', include: 'noOtherFields', options: {} }),
 		node(
 			'Generate (HTTP Request)',
 			'n8n-nodes-base.httpRequest',
@@ -340,21 +249,12 @@ function httpRequestBatch(id, c, baseUrl, latencyMs, fetchIntervalMs) {
 				...auth,
 				sendBody: true,
 				specifyBody: 'json',
-				jsonBody: `={{ JSON.stringify({ prompt: $json.prompt, ${Object.entries(GENERATE)
-					.map(([k, v]) => `${k}: ${JSON.stringify(v)}`)
-					.join(', ')} }) }}`,
-				options: {
-					batching: { batch: { batchSize: c, batchInterval: latencyMs } },
-					timeout: 300_000,
-				},
+				jsonBody: `={{ JSON.stringify({ prompt: $json.prompt, ${Object.entries(GENERATE).map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join(', ')} }) }}`,
+				options: { batching: { batch: { batchSize: c, batchInterval: latencyMs } }, timeout: 300_000 },
 			},
 			{ credentials },
 		),
-		node('Images', 'n8n-nodes-base.splitOut', 1, {
-			fieldToSplitOut: 'images',
-			include: 'noOtherFields',
-			options: {},
-		}),
+		node('Images', 'n8n-nodes-base.splitOut', 1, { fieldToSplitOut: 'images', include: 'noOtherFields', options: {} }),
 		node(
 			'Download (HTTP Request)',
 			'n8n-nodes-base.httpRequest',
@@ -382,15 +282,9 @@ function httpRequestLoop(id, c, baseUrl) {
 	const batch = httpRequestBatch(id, c, baseUrl, 0, 0);
 	const [webhook, products, generate, images, download] = batch.nodes;
 	for (const step of [generate, download]) delete step.parameters.options.batching;
-	const loop = node('Loop Over Items', 'n8n-nodes-base.splitInBatches', 3, {
-		batchSize: c,
-		options: {},
-	});
+	const loop = node('Loop Over Items', 'n8n-nodes-base.splitInBatches', 3, { batchSize: c, options: {} });
 	const done = node('Done', 'n8n-nodes-base.noOp', 1, {});
-	const nodes = [webhook, products, loop, generate, images, download, done].map((n, index) => ({
-		...n,
-		position: [index * 240, 0],
-	}));
+	const nodes = [webhook, products, loop, generate, images, download, done].map((n, index) => ({ ...n, position: [index * 240, 0] }));
 	const to = (name) => [{ node: name, type: 'main', index: 0 }];
 	const connections = {
 		[webhook.name]: { main: [to(products.name)] },
@@ -428,11 +322,7 @@ function runProfiler(profDir, gcOnly = false) {
 	fs.mkdirSync(dir, { recursive: true });
 	const signal = async (pid, label, marker) => {
 		process.kill(pid, 'SIGUSR2');
-		await waitFor(
-			`n8n's profiler (${marker})`,
-			() => fs.existsSync(path.join(dir, `${label}.${marker}`)),
-			60_000,
-		);
+		await waitFor(`n8n's profiler (${marker})`, () => fs.existsSync(path.join(dir, `${label}.${marker}`)), 60_000);
 	};
 	return {
 		env: {
@@ -461,17 +351,11 @@ const APPROACHES = [
 	// next (Loop Over Items). n8n runs a node over all its items before the next node, so the plain
 	// HTTP Request build stores its files back to back at the end; this one stores them spread out, one
 	// batch per generate latency, as Generate does: n8n's cost per item in that order.
-	{
-		key: 'loop',
-		label: 'HTTP Request node in Loop Over Items',
-		workflow: (c) => `benchHttpLoopC${c}`,
-		floor: true,
-	},
+	{ key: 'loop', label: 'HTTP Request node in Loop Over Items', workflow: (c) => `benchHttpLoopC${c}`, floor: true },
 ];
 
 /** BENCH_N8N_ONLY=imagepack,http: only these approaches (all when unset). */
-const wantedApproach = (key) =>
-	!process.env.BENCH_N8N_ONLY || process.env.BENCH_N8N_ONLY.split(',').includes(key);
+const wantedApproach = (key) => !process.env.BENCH_N8N_ONLY || process.env.BENCH_N8N_ONLY.split(',').includes(key);
 
 /** The 1-minute load average, to print beside a CPU figure taken on a shared machine. */
 const loadAverage = () => os.loadavg()[0];
@@ -480,27 +364,10 @@ const loadAverage = () => os.loadavg()[0];
  * Scheduled batch in a running n8n: N items × concurrency c × both approaches, interleaved so that
  * the machine's load falls on both alike.
  */
-export async function benchN8nBatch(
-	env,
-	{
-		endpoints,
-		storage,
-		sizes,
-		concurrencies,
-		latencyMs,
-		imageBytes,
-		cpuProfDir,
-		profDir,
-		gcStatsDir,
-		runs = 3,
-	},
-) {
+export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrencies, latencyMs, imageBytes, cpuProfDir, profDir, gcStatsDir, runs = 3 }) {
 	const log = env.log;
 	// Always preloaded: every run starts from a collected heap and counts V8's collections.
-	const profiler = runProfiler(
-		profDir ?? gcStatsDir ?? fs.mkdtempSync(path.join(storage, 'gc-')),
-		!profDir,
-	);
+	const profiler = runProfiler(profDir ?? gcStatsDir ?? fs.mkdtempSync(path.join(storage, 'gc-')), !profDir);
 	const baseUrl = endpoints.realisticBaseUrl;
 	const fetchMs = {};
 	const bareCpuMs = {};
@@ -509,38 +376,23 @@ export async function benchN8nBatch(
 		const bare = await bareFetchMs(baseUrl, endpoints.apiKey, bareDir, c);
 		fetchMs[c] = bare.ms;
 		bareCpuMs[c] = bare.cpuMsPerFile;
-		log(
-			`n8n batch: a bare client's fetch of ${c} × ${(imageBytes / 2 ** 20).toFixed(0)} MiB images at once (302 + signed link) ${fetchMs[c].toFixed(1)} ms`,
-		);
+		log(`n8n batch: a bare client's fetch of ${c} × ${(imageBytes / 2 ** 20).toFixed(0)} MiB images at once (302 + signed link) ${fetchMs[c].toFixed(1)} ms`);
 	}
 
 	log('n8n batch: build + pack, user folder, credentials, workflows');
 	const tarball = await packPackage();
-	const user = await createUserFolder({
-		tarball,
-		dir: fs.mkdtempSync(path.join(storage, 'n8n-user-')),
-	});
+	const user = await createUserFolder({ tarball, dir: fs.mkdtempSync(path.join(storage, 'n8n-user-')) });
 	fs.rmSync(path.dirname(tarball), { recursive: true, force: true });
 	await importCredential(user.dir, [
 		{ ...CREDENTIAL, type: 'imagePackApi', data: { baseUrl, apiKey: endpoints.apiKey } },
-		{
-			...HEADER_AUTH,
-			type: 'httpHeaderAuth',
-			data: { name: 'Authorization', value: `Bearer ${endpoints.apiKey}` },
-		},
+		{ ...HEADER_AUTH, type: 'httpHeaderAuth', data: { name: 'Authorization', value: `Bearer ${endpoints.apiKey}` } },
 	]);
 	const FLOOR = 'benchFloor';
 	const workflows = [floorBatch(FLOOR)];
 	for (const c of concurrencies) {
 		workflows.push(
 			imagePackBatch(`benchImagePackC${c}`, c),
-			httpRequestBatch(
-				`benchHttpRequestC${c}`,
-				c,
-				baseUrl,
-				latencyMs,
-				Math.max(1, Math.ceil(fetchMs[c])),
-			),
+			httpRequestBatch(`benchHttpRequestC${c}`, c, baseUrl, latencyMs, Math.max(1, Math.ceil(fetchMs[c]))),
 			httpRequestLoop(`benchHttpLoopC${c}`, c, baseUrl),
 		);
 	}
@@ -551,12 +403,7 @@ export async function benchN8nBatch(
 		userFolder: user.dir,
 		echo: Boolean(process.env.BENCH_N8N_ECHO),
 		// N8N_METRICS: the V8 heap in use after each run (RSS also counts garbage not yet collected).
-		env: {
-			N8N_DEFAULT_BINARY_DATA_MODE: 'filesystem',
-			N8N_METRICS: 'true',
-			N8N_LOG_LEVEL: process.env.BENCH_N8N_ECHO ? 'debug' : 'warn',
-			...withNodeOptions(profiling(cpuProfDir), profiler.env),
-		},
+		env: { N8N_DEFAULT_BINARY_DATA_MODE: 'filesystem', N8N_METRICS: 'true', N8N_LOG_LEVEL: process.env.BENCH_N8N_ECHO ? 'debug' : 'warn', ...withNodeOptions(profiling(cpuProfDir), profiler.env) },
 	});
 	const pid = n8n.process.pid;
 	const binaryDir = path.join(user.n8nDir, 'storage');
@@ -570,19 +417,10 @@ export async function benchN8nBatch(
 		});
 		// A warm-up batch per workflow (no latency): n8n loads node types and compiles on first use, and
 		// the memory of its start is released only once it has run for a while; then RSS must settle.
-		const products = (count) =>
-			Array.from({ length: count }, (_, i) => ({
-				prompt: `Product ${i + 1}: a ceramic mug on an oak table, e-commerce photo`,
-			}));
+		const products = (count) => Array.from({ length: count }, (_, i) => ({ prompt: `Product ${i + 1}: a ceramic mug on an oak table, e-commerce photo` }));
 		for (const workflow of workflows) {
-			const answer = await call(`${n8n.url}/webhook/${workflow.id}`, {
-				method: 'POST',
-				body: { items: products(Math.min(20, sizes[0])) },
-			});
-			if (answer.status !== 200)
-				throw new Error(
-					`warm-up of ${workflow.name}: HTTP ${answer.status} ${answer.text.slice(0, 500)}`,
-				);
+			const answer = await call(`${n8n.url}/webhook/${workflow.id}`, { method: 'POST', body: { items: products(Math.min(20, sizes[0])) } });
+			if (answer.status !== 200) throw new Error(`warm-up of ${workflow.name}: HTTP ${answer.status} ${answer.text.slice(0, 500)}`);
 		}
 		const settled = await settleRss(pid);
 		log(`n8n batch: after the warm-ups RSS ${(settled / 2 ** 20).toFixed(0)} MiB`);
@@ -596,19 +434,12 @@ export async function benchN8nBatch(
 				floorRuns.push(performance.now() - floorStarted);
 			}
 			floors[count] = floorRuns.sort((a, b) => a - b)[1]; // the median of three
-			log(
-				`n8n batch: N=${count}, n8n's floor (webhook → Split Out → No Op) ${floors[count].toFixed(0)} ms`,
-			);
+			log(`n8n batch: N=${count}, n8n's floor (webhook → Split Out → No Op) ${floors[count].toFixed(0)} ms`);
 			for (const c of concurrencies) {
 				for (let round = 0; round < roundsFor(count, runs); round++) {
 					// The builds take turns going first; n8n's own nodes in Loop Over Items (a reference) run once.
-					const wanted = APPROACHES.filter(
-						(a) => wantedApproach(a.key) && (round === 0 || !a.floor),
-					);
-					for (const approach of [
-						...wanted.slice(round % wanted.length),
-						...wanted.slice(0, round % wanted.length),
-					]) {
+					const wanted = APPROACHES.filter((a) => wantedApproach(a.key) && (round === 0 || !a.floor));
+					for (const approach of [...wanted.slice(round % wanted.length), ...wanted.slice(0, round % wanted.length)]) {
 						const id = approach.workflow(c);
 						log(`n8n batch: N=${count}, c=${c}, ${approach.label}, run ${round + 1}`);
 						fs.rmSync(binaryDir, { recursive: true, force: true });
@@ -617,32 +448,15 @@ export async function benchN8nBatch(
 						const startedAt = Date.now();
 						const loadBefore = loadAverage();
 						const label = `${approach.key}-n${count}-c${c}-run${round + 1}`;
-						const { response, peak, before, wallMs, cpuMs, threads } = await profiler.around(
-							label,
-							pid,
-							async () => {
-								const cpuBefore = treeCpuMs(pid);
-								const threadsBefore = threadCpuMs(pid);
-								const started = performance.now();
-								const run = await peakRss(pid, () =>
-									call(`${n8n.url}/webhook/${id}`, { method: 'POST', body: { items } }),
-								);
-								const threadsAfter = threadCpuMs(pid);
-								const threads = Object.fromEntries(
-									Object.entries(threadsAfter).map(([kind, ms]) => [
-										kind,
-										ms - threadsBefore[kind],
-									]),
-								);
-								return {
-									...run,
-									response: run.value,
-									wallMs: performance.now() - started,
-									cpuMs: treeCpuMs(pid) - cpuBefore,
-									threads,
-								};
-							},
-						);
+						const { response, peak, before, wallMs, cpuMs, threads } = await profiler.around(label, pid, async () => {
+							const cpuBefore = treeCpuMs(pid);
+							const threadsBefore = threadCpuMs(pid);
+							const started = performance.now();
+							const run = await peakRss(pid, () => call(`${n8n.url}/webhook/${id}`, { method: 'POST', body: { items } }));
+							const threadsAfter = threadCpuMs(pid);
+							const threads = Object.fromEntries(Object.entries(threadsAfter).map(([kind, ms]) => [kind, ms - threadsBefore[kind]]));
+							return { ...run, response: run.value, wallMs: performance.now() - started, cpuMs: treeCpuMs(pid) - cpuBefore, threads };
+						});
 						const load = [loadBefore, loadAverage()];
 						const gc = profiler.gc(label);
 						// What the run left behind: RSS once it stops changing, and the heap in use then.
@@ -654,29 +468,10 @@ export async function benchN8nBatch(
 						if (process.env.BENCH_N8N_TIMELINE) {
 							// When each generation reached the emulator, in ms after the webhook call: gaps between rounds show where the time goes.
 							const offsets = generateLog.map((r) => r.at - startedAt).sort((a, b) => a - b);
-							log(
-								`  generations arrived at +${offsets.join(', +')} ms; the webhook answered at +${Math.round(wallMs)} ms`,
-							);
+							log(`  generations arrived at +${offsets.join(', +')} ms; the webhook answered at +${Math.round(wallMs)} ms`);
 						}
 						const binaryBytes = folderBytes(binaryDir);
-						const result = {
-							approach: approach.key,
-							count,
-							c,
-							wallMs,
-							cpuMs,
-							threads,
-							load,
-							gc,
-							peak,
-							before,
-							settled,
-							heapAfter,
-							host,
-							generates,
-							binaryBytes,
-							status: response.status,
-						};
+						const result = { approach: approach.key, count, c, wallMs, cpuMs, threads, load, gc, peak, before, settled, heapAfter, host, generates, binaryBytes, status: response.status };
 						if (response.status !== 200 || generates !== count || host.signedFile !== count) {
 							result.problem = `HTTP ${response.status}, ${generates} generates and ${host.signedFile} signed-link downloads for ${count} items ${response.text.slice(0, 300)}`;
 							log(`n8n batch: ${result.problem}`);
@@ -685,9 +480,7 @@ export async function benchN8nBatch(
 							`  wall ${(wallMs / 1000).toFixed(1)} s, CPU ${(cpuMs / count).toFixed(1)} ms per item (${threadsPerItem(threads, count)}; load average ${load.map((l) => l.toFixed(1)).join(' → ')}), peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB (before ${(before / 2 ** 20).toFixed(0)}, settled after ${(settled / 2 ** 20).toFixed(0)}), ` +
 								`heap in use after ${(heapAfter / 2 ** 20).toFixed(0)} MiB, ` +
 								`${host.requests} requests on ${host.connections} connections, ${(binaryBytes / 2 ** 20).toFixed(0)} MiB binary data` +
-								`; V8 collections: ${Object.entries(gc)
-									.map(([kind, { count: n, ms }]) => `${n} ${kind} (${ms.toFixed(0)} ms)`)
-									.join(', ')}`,
+								`; V8 collections: ${Object.entries(gc).map(([kind, { count: n, ms }]) => `${n} ${kind} (${ms.toFixed(0)} ms)`).join(', ')}`,
 						);
 						results.push(result);
 					}
@@ -699,16 +492,7 @@ export async function benchN8nBatch(
 		await n8n.stop();
 		user.cleanup();
 	}
-	return batchFigures(medianOfRuns(results), {
-		sizes,
-		concurrencies,
-		latencyMs,
-		fetchMs,
-		bareCpuMs,
-		imageBytes,
-		floors,
-		runs,
-	});
+	return batchFigures(medianOfRuns(results), { sizes, concurrencies, latencyMs, fetchMs, bareCpuMs, imageBytes, floors, runs });
 }
 
 /** n8n's CPU per item by thread (the task runner is the rest of the total). */
@@ -744,30 +528,18 @@ function medianOfRuns(results) {
 			runs: runs.length,
 			cpuMs: median(runs.map((r) => r.cpuMs)),
 			cpuRange: [byCpu[0].cpuMs, byCpu.at(-1).cpuMs],
-			threads: Object.fromEntries(
-				Object.keys(runs[0].threads).map((kind) => [
-					kind,
-					median(runs.map((r) => r.threads[kind])),
-				]),
-			),
+			threads: Object.fromEntries(Object.keys(runs[0].threads).map((kind) => [kind, median(runs.map((r) => r.threads[kind]))])),
 			wallMs: median(runs.map((r) => r.wallMs)),
 			peak: median(runs.map((r) => r.peak)),
 			heapAfter: median(runs.map((r) => r.heapAfter)),
 			majorsPerItem: majors / items,
 			load: [Math.min(...runs.flatMap((r) => r.load)), Math.max(...runs.flatMap((r) => r.load))],
-			problem:
-				runs
-					.map((r) => r.problem)
-					.filter(Boolean)
-					.join('; ') || undefined,
+			problem: runs.map((r) => r.problem).filter(Boolean).join('; ') || undefined,
 		};
 	});
 }
 
-function batchFigures(
-	results,
-	{ sizes, concurrencies, latencyMs, fetchMs, bareCpuMs, imageBytes, floors, runs },
-) {
+function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareCpuMs, imageBytes, floors, runs }) {
 	const figures = [];
 	const mib = (imageBytes / 2 ** 20).toFixed(0);
 	const group = `N8N-1. Scheduled batch in a real n8n 2.41.1 (one process, filesystem binary data): Generate + download ${mib} MiB images, generate latency ${latencyMs} ms`;
@@ -778,21 +550,10 @@ function batchFigures(
 		"Loop Over Items = n8n's own nodes in Generate's order: Loop Over Items (c per batch) → HTTP Request POST /generate → Split Out images → HTTP Request GET (File) → loop; each batch's files are stored before the next batch is generated. " +
 		'CPU = user + system time of the n8n process and its task runner over the run; load = the lowest and highest 1-minute load average at the start and end of its runs (a shared machine inflates CPU time). ' +
 		`Each build runs each N and c until it has measured ~1,000 items, at most ${runs} times (--n8n-runs), taking turns going first; figures are the medians of those runs, and every run starts after a full collection of n8n's heap. ` +
-		"Peak RSS = the n8n process's kernel high-water mark over the run (reset before it). Requests and TCP connections are counted at the file host in front of the emulator.";
-	const find = (approach, count, c) =>
-		results.find((r) => r.approach === approach && r.count === count && r.c === c);
+		'Peak RSS = the n8n process\'s kernel high-water mark over the run (reset before it). Requests and TCP connections are counted at the file host in front of the emulator.';
+	const find = (approach, count, c) => results.find((r) => r.approach === approach && r.count === count && r.c === c);
 	for (const count of sizes) {
-		figures.push(
-			figure({
-				group,
-				figure: `N=${count}: n8n's floor (webhook → Split Out → No Op, no request)`,
-				measured: floors[count],
-				ideal: null,
-				unit: 'ms',
-				target: '—',
-				note,
-			}),
-		);
+		figures.push(figure({ group, figure: `N=${count}: n8n's floor (webhook → Split Out → No Op, no request)`, measured: floors[count], ideal: null, unit: 'ms', target: '—', note }));
 	}
 	for (const c of concurrencies) {
 		for (const count of sizes) {
@@ -802,17 +563,7 @@ function batchFigures(
 				if (!r) continue;
 				const broken = r.problem ? ` — FAILED: ${r.problem}` : '';
 				const target = floor ? { target: '—' } : { maxRatio: 1.1 };
-				figures.push(
-					figure({
-						group,
-						figure: `N=${count}, c=${c}, ${label}: wall time${broken}`,
-						measured: r.wallMs,
-						ideal,
-						unit: 'ms',
-						...target,
-						note,
-					}),
-				);
+				figures.push(figure({ group, figure: `N=${count}, c=${c}, ${label}: wall time${broken}`, measured: r.wallMs, ideal, unit: 'ms', ...target, note }));
 			}
 		}
 	}
@@ -946,26 +697,7 @@ function batchFigures(
  * Everything `--n8n` measures. Options: quick (N = 20, 100), sizes / latencyMs overrides
  * (`--n8n-sizes=20,100`, `--n8n-latency=500`).
  */
-export async function benchN8n(
-	env,
-	{
-		endpoints,
-		storage,
-		quick,
-		imageBytes,
-		sizes,
-		concurrencies,
-		latencyMs,
-		backlog,
-		triggerTimeoutMs,
-		parts = ['batch', 'trigger', 'drain'],
-		cpuProfDir,
-		profDir,
-		gcStatsDir,
-		runs,
-		drain = {},
-	},
-) {
+export async function benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts = ['batch', 'trigger', 'drain'], cpuProfDir, profDir, gcStatsDir, runs, drain = {} }) {
 	const figures = [];
 	if (parts.includes('drain')) {
 		const { benchN8nDrain } = await import('./drain.bench.mjs');
@@ -986,30 +718,23 @@ export async function benchN8n(
 	}
 	if (parts.includes('trigger')) {
 		figures.push(
-			...(await benchN8nTrigger(env, {
-				endpoints,
-				storage,
-				backlog: backlog ?? (quick ? 2_000 : 10_000),
-				timeoutMs: triggerTimeoutMs ?? 30 * 60_000,
-				cpuProfDir,
-			})),
+			...(await benchN8nTrigger(env, { endpoints, storage, backlog: backlog ?? (quick ? 2_000 : 10_000), timeoutMs: triggerTimeoutMs ?? 30 * 60_000, cpuProfDir })),
 		);
 	}
-	if (parts.includes('batch'))
-		figures.push(
-			...(await benchN8nBatch(env, {
-				endpoints,
-				storage,
-				imageBytes,
-				sizes: sizes ?? (quick ? [20, 100] : [20, 100, 500]),
-				concurrencies: concurrencies ?? [1, 8],
-				latencyMs: latencyMs ?? 500,
-				cpuProfDir,
-				profDir,
-				gcStatsDir,
-				runs: runs ?? (quick ? 1 : 3),
-			})),
-		);
+	if (parts.includes('batch')) figures.push(
+		...(await benchN8nBatch(env, {
+			endpoints,
+			storage,
+			imageBytes,
+			sizes: sizes ?? (quick ? [20, 100] : [20, 100, 500]),
+			concurrencies: concurrencies ?? [1, 8],
+			latencyMs: latencyMs ?? 500,
+			cpuProfDir,
+			profDir,
+			gcStatsDir,
+			runs: runs ?? (quick ? 1 : 3),
+		})),
+	);
 	return figures;
 }
 
@@ -1049,14 +774,7 @@ export function threadCpuMs(pid) {
 	for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
 		try {
 			const { name, cpuMs } = procStat(`/proc/${pid}/task/${task}/stat`);
-			const kind =
-				Number(task) === pid
-					? 'main'
-					: name.startsWith('V8')
-						? 'v8'
-						: name.startsWith('libuv')
-							? 'libuv'
-							: 'other';
+			const kind = Number(task) === pid ? 'main' : name.startsWith('V8') ? 'v8' : name.startsWith('libuv') ? 'libuv' : 'other';
 			kinds[kind] += cpuMs;
 		} catch {}
 	}
@@ -1070,9 +788,7 @@ export const USER_INTERVAL_S = 15;
 /** Poll Times firing every `gapSeconds` s (n8n refuses one cron more often than a minute, but takes several fixed seconds). */
 export function everySeconds(gapSeconds) {
 	const times = Array.from({ length: Math.ceil(60 / gapSeconds) }, (_, i) => i * gapSeconds);
-	return {
-		item: times.map((second) => ({ mode: 'custom', cronExpression: `${second} * * * * *` })),
-	};
+	return { item: times.map((second) => ({ mode: 'custom', cronExpression: `${second} * * * * *` })) };
 }
 
 /**
@@ -1080,21 +796,11 @@ export function everySeconds(gapSeconds) {
  * (every second: the most n8n accepts), `maxPerPoll` per poll (the node's default when undefined).
  */
 export function imagePackTriggerWorkflow(id, { pollSeconds = 1, maxPerPoll } = {}) {
-	const parameters = {
-		pollTimes: everySeconds(pollSeconds),
-		includeManifest: true,
-		startFrom: 'beginning',
-	};
+	const parameters = { pollTimes: everySeconds(pollSeconds), includeManifest: true, startFrom: 'beginning' };
 	if (maxPerPoll !== undefined) parameters.maxPerPoll = maxPerPoll;
-	return workflowOf(
-		id,
-		`bench: Image Pack Trigger (beginning, manifests, ${maxPerPoll ?? 'default'} per poll, every ${pollSeconds} s)`,
-		[
-			node('Image Pack Trigger', IMAGEPACK_TRIGGER, 1, parameters, {
-				credentials: { imagePackApi: CREDENTIAL },
-			}),
-		],
-	);
+	return workflowOf(id, `bench: Image Pack Trigger (beginning, manifests, ${maxPerPoll ?? 'default'} per poll, every ${pollSeconds} s)`, [
+		node('Image Pack Trigger', IMAGEPACK_TRIGGER, 1, parameters, { credentials: { imagePackApi: CREDENTIAL } }),
+	]);
 }
 
 /**
@@ -1133,9 +839,7 @@ export function userPollWorkflow(id, baseUrl) {
 		'return fresh;',
 	].join('\n');
 	return workflowOf(id, 'bench: Schedule + HTTP Request + Code (poll and dedupe)', [
-		node('Every 15 seconds', 'n8n-nodes-base.scheduleTrigger', 1.2, {
-			rule: { interval: [{ field: 'seconds', secondsInterval: USER_INTERVAL_S }] },
-		}),
+		node('Every 15 seconds', 'n8n-nodes-base.scheduleTrigger', 1.2, { rule: { interval: [{ field: 'seconds', secondsInterval: USER_INTERVAL_S }] } }),
 		node('Cursor', 'n8n-nodes-base.code', 2, { jsCode: cursorCode }),
 		node(
 			'List publications',
@@ -1156,11 +860,7 @@ export function userPollWorkflow(id, baseUrl) {
 					pagination: {
 						pagination: {
 							paginationMode: 'updateAParameterInEachRequest',
-							parameters: {
-								parameters: [
-									{ type: 'qs', name: 'since_id', value: '={{ $response.body.next_since_id }}' },
-								],
-							},
+							parameters: { parameters: [{ type: 'qs', name: 'since_id', value: '={{ $response.body.next_since_id }}' }] },
 							paginationCompleteWhen: 'other',
 							completeExpression: `={{ $response.body.items.length < ${TRIGGER_PAGE} }}`,
 						},
@@ -1191,24 +891,18 @@ async function bareCatchUpMs(baseUrl, apiKey, firstId, count) {
 	const get = (url) =>
 		new Promise((resolve, reject) => {
 			http
-				.get(
-					url,
-					{ agent, headers: { authorization: `Bearer ${apiKey}`, accept: 'application/json' } },
-					(res) => {
-						const chunks = [];
-						res.on('data', (c) => chunks.push(c));
-						res.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
-						res.on('error', reject);
-					},
-				)
+				.get(url, { agent, headers: { authorization: `Bearer ${apiKey}`, accept: 'application/json' } }, (res) => {
+					const chunks = [];
+					res.on('data', (c) => chunks.push(c));
+					res.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
+					res.on('error', reject);
+				})
 				.on('error', reject);
 		});
 	const started = performance.now();
 	const ids = [];
 	for (let since = firstId - 1; ; ) {
-		const page = await get(
-			`${baseUrl}/api/v1/image-pack-publications?since_id=${since}&limit=${TRIGGER_PAGE}`,
-		);
+		const page = await get(`${baseUrl}/api/v1/image-pack-publications?since_id=${since}&limit=${TRIGGER_PAGE}`);
 		ids.push(...page.items.map((r) => r.id));
 		since = page.next_since_id;
 		if (page.items.length < TRIGGER_PAGE) break;
@@ -1216,8 +910,7 @@ async function bareCatchUpMs(baseUrl, apiKey, firstId, count) {
 	let next = 0;
 	await Promise.all(
 		Array.from({ length: 4 }, async () => {
-			while (next < ids.length)
-				await get(`${baseUrl}/api/v1/image-pack-publications/${ids[next++]}`);
+			while (next < ids.length) await get(`${baseUrl}/api/v1/image-pack-publications/${ids[next++]}`);
 		}),
 	);
 	agent.destroy();
@@ -1234,24 +927,12 @@ export async function benchN8nTrigger(env, { endpoints, storage, backlog, timeou
 	const log = env.log;
 	const baseUrl = endpoints.realisticBaseUrl;
 	const approaches = [
-		{
-			key: 'trigger',
-			label: 'Image Pack Trigger',
-			workflow: imagePackTriggerWorkflow('benchImagePackTrigger'),
-			intervalS: 1,
-		},
-		{
-			key: 'user',
-			label: 'Schedule + HTTP Request + Code',
-			workflow: userPollWorkflow('benchUserPoll', baseUrl),
-			intervalS: USER_INTERVAL_S,
-		},
+		{ key: 'trigger', label: 'Image Pack Trigger', workflow: imagePackTriggerWorkflow('benchImagePackTrigger'), intervalS: 1 },
+		{ key: 'user', label: 'Schedule + HTTP Request + Code', workflow: userPollWorkflow('benchUserPoll', baseUrl), intervalS: USER_INTERVAL_S },
 	];
 	const tarball = await packPackage();
 	const results = [];
-	for (const approach of approaches.filter(
-		(a) => !process.env.BENCH_N8N_ONLY || a.key === process.env.BENCH_N8N_ONLY,
-	)) {
+	for (const approach of approaches.filter((a) => !process.env.BENCH_N8N_ONLY || a.key === process.env.BENCH_N8N_ONLY)) {
 		log(`n8n trigger: ${approach.label}, backlog ${backlog}`);
 		await env.control.reset();
 		const { firstId } = await env.control.publishBulk({ count: backlog });
@@ -1260,18 +941,11 @@ export async function benchN8nTrigger(env, { endpoints, storage, backlog, timeou
 		const original = await env.control.publish();
 		const repeat = await env.control.repeatPublication(original.id);
 		const expected = new Map(); // id → key, every publication that must be emitted once
-		const user = await createUserFolder({
-			tarball,
-			dir: fs.mkdtempSync(path.join(storage, 'n8n-trigger-')),
-		});
+		const user = await createUserFolder({ tarball, dir: fs.mkdtempSync(path.join(storage, 'n8n-trigger-')) });
 		try {
 			await importCredential(user.dir, [
 				{ ...CREDENTIAL, type: 'imagePackApi', data: { baseUrl, apiKey: endpoints.apiKey } },
-				{
-					...HEADER_AUTH,
-					type: 'httpHeaderAuth',
-					data: { name: 'Authorization', value: `Bearer ${endpoints.apiKey}` },
-				},
+				{ ...HEADER_AUTH, type: 'httpHeaderAuth', data: { name: 'Authorization', value: `Bearer ${endpoints.apiKey}` } },
 			]);
 			await importWorkflow(user.dir, approach.workflow);
 			await publishWorkflow(user.dir, approach.workflow.id);
@@ -1280,10 +954,7 @@ export async function benchN8nTrigger(env, { endpoints, storage, backlog, timeou
 			const n8n = await startN8n({
 				userFolder: user.dir,
 				echo: Boolean(process.env.BENCH_N8N_ECHO),
-				env: {
-					N8N_LOG_LEVEL: process.env.BENCH_N8N_ECHO ? 'debug' : 'warn',
-					...profiling(cpuProfDir),
-				},
+				env: { N8N_LOG_LEVEL: process.env.BENCH_N8N_ECHO ? 'debug' : 'warn', ...profiling(cpuProfDir) },
 			});
 			const pid = n8n.process.pid;
 			const cpuBefore = treeCpuMs(pid);
@@ -1299,12 +970,7 @@ export async function benchN8nTrigger(env, { endpoints, storage, backlog, timeou
 					const lists = await env.control.requests({ route: 'listPublications' });
 					// Commit the late record once the page holding its id has been answered (without it): a client
 					// that does not re-read the overlap misses it.
-					if (
-						!committedLate &&
-						lists.some(
-							(r) => r.status === 200 && Number(r.query.since_id) >= late.id - TRIGGER_PAGE,
-						)
-					) {
+					if (!committedLate && lists.some((r) => r.status === 200 && Number(r.query.since_id) >= late.id - TRIGGER_PAGE)) {
 						await env.control.commitPublication(late.id);
 						committedLate = true;
 						log(`n8n trigger: committed the late publication ${late.id}`);
@@ -1336,24 +1002,15 @@ export async function benchN8nTrigger(env, { endpoints, storage, backlog, timeou
 			const catchUpLists = listLog.filter((r) => r.at <= catchUpEnd).length;
 			const catchUpPolls = Math.floor((catchUpEnd - firstAt) / (approach.intervalS * 1000)) + 1;
 			await n8n.stop();
-			const executions = await readEmitted(
-				user.dir,
-				approach.workflow.id,
-				approach.key === 'trigger' ? 'Image Pack Trigger' : 'Get publication',
-			);
-			const staticData = await querySqlite(
-				user.dir,
-				'SELECT staticData FROM workflow_entity WHERE id = ?',
-				[approach.workflow.id],
-			);
+			const executions = await readEmitted(user.dir, approach.workflow.id, approach.key === 'trigger' ? 'Image Pack Trigger' : 'Get publication');
+			const staticData = await querySqlite(user.dir, 'SELECT staticData FROM workflow_entity WHERE id = ?', [approach.workflow.id]);
 			for (let id = firstId; id < firstId + backlog; id++) expected.set(id, true);
 			for (const record of [late, plain, original]) expected.set(record.id, true);
 			const emitted = executions.ids;
 			const counts = new Map();
 			for (const id of emitted) counts.set(id, (counts.get(id) ?? 0) + 1);
 			const misses = [...expected.keys()].filter((id) => !counts.has(id));
-			const duplicates =
-				[...counts.values()].reduce((sum, n) => sum + n - 1, 0) + (counts.has(repeat.id) ? 1 : 0);
+			const duplicates = [...counts.values()].reduce((sum, n) => sum + n - 1, 0) + (counts.has(repeat.id) ? 1 : 0);
 			const wallMs = executions.lastStoppedAt - host.firstAt;
 			const result = {
 				approach: approach.key,
@@ -1396,14 +1053,7 @@ async function readEmitted(userFolder, workflowId, nodeName) {
 	let lastStoppedAt = 0;
 	for (const execution of executions) {
 		const items = execution.nodeOutput(nodeName);
-		if (items.length)
-			lastStoppedAt = Math.max(
-				lastStoppedAt,
-				Date.parse(
-					`${execution.stoppedAt}`.replace(' ', 'T') +
-						(/Z|\+/.test(`${execution.stoppedAt}`) ? '' : 'Z'),
-				),
-			);
+		if (items.length) lastStoppedAt = Math.max(lastStoppedAt, Date.parse(`${execution.stoppedAt}`.replace(' ', 'T') + (/Z|\+/.test(`${execution.stoppedAt}`) ? '' : 'Z')));
 		for (const item of items) ids.push(Number(item.json.id));
 	}
 	return { ids, count: executions.length, lastStoppedAt };
@@ -1418,15 +1068,7 @@ function triggerFigures(results, { backlog, bareMs }) {
 	for (const r of results) {
 		const prefix = `${r.label}:`;
 		figures.push(
-			figure({
-				group,
-				figure: `${prefix} wall time (${r.executions} executions)`,
-				measured: r.wallMs,
-				ideal: bareMs,
-				unit: 'ms',
-				target: '—',
-				note,
-			}),
+			figure({ group, figure: `${prefix} wall time (${r.executions} executions)`, measured: r.wallMs, ideal: bareMs, unit: 'ms', target: '—', note }),
 			figure({
 				group,
 				figure: `${prefix} list requests during the catch-up (${r.catchUpPolls} poll times; ${r.lists} in the whole run)`,
@@ -1436,63 +1078,13 @@ function triggerFigures(results, { backlog, bareMs }) {
 				maxValue: Math.ceil(backlog / TRIGGER_PAGE) + 2 + r.catchUpPolls,
 				target: 'pages + 2 + 1 per poll',
 			}),
-			figure({
-				group,
-				figure: `${prefix} detail (manifest) requests`,
-				measured: r.details,
-				ideal: backlog + 3,
-				unit: '',
-				maxRatio: 1,
-				target: '= new records',
-			}),
-			figure({
-				group,
-				figure: `${prefix} misses (late commit missed: ${r.missedLate ? 'yes' : 'no'})`,
-				measured: r.misses,
-				ideal: 0,
-				unit: '',
-				maxValue: 0,
-			}),
-			figure({
-				group,
-				figure: `${prefix} duplicates (repeated key emitted: ${r.repeatEmitted ? 'yes' : 'no'})`,
-				measured: r.duplicates,
-				ideal: 0,
-				unit: '',
-				maxValue: 0,
-			}),
-			figure({
-				group,
-				figure: `${prefix} static data`,
-				measured: r.staticBytes,
-				ideal: null,
-				unit: 'bytes',
-				maxValue: 16 * 1024,
-			}),
-			figure({
-				group,
-				figure: `${prefix} CPU per request`,
-				measured: r.cpuMs / Math.max(1, r.requests),
-				ideal: null,
-				unit: 'ms',
-				target: '—',
-			}),
-			figure({
-				group,
-				figure: `${prefix} TCP connections per request`,
-				measured: r.connections / Math.max(1, r.requests),
-				ideal: null,
-				unit: '',
-				target: '—',
-			}),
-			figure({
-				group,
-				figure: `${prefix} peak RSS of the n8n process`,
-				measured: r.peak,
-				ideal: null,
-				unit: 'bytes',
-				target: '—',
-			}),
+			figure({ group, figure: `${prefix} detail (manifest) requests`, measured: r.details, ideal: backlog + 3, unit: '', maxRatio: 1, target: '= new records' }),
+			figure({ group, figure: `${prefix} misses (late commit missed: ${r.missedLate ? 'yes' : 'no'})`, measured: r.misses, ideal: 0, unit: '', maxValue: 0 }),
+			figure({ group, figure: `${prefix} duplicates (repeated key emitted: ${r.repeatEmitted ? 'yes' : 'no'})`, measured: r.duplicates, ideal: 0, unit: '', maxValue: 0 }),
+			figure({ group, figure: `${prefix} static data`, measured: r.staticBytes, ideal: null, unit: 'bytes', maxValue: 16 * 1024 }),
+			figure({ group, figure: `${prefix} CPU per request`, measured: r.cpuMs / Math.max(1, r.requests), ideal: null, unit: 'ms', target: '—' }),
+			figure({ group, figure: `${prefix} TCP connections per request`, measured: r.connections / Math.max(1, r.requests), ideal: null, unit: '', target: '—' }),
+			figure({ group, figure: `${prefix} peak RSS of the n8n process`, measured: r.peak, ideal: null, unit: 'bytes', target: '—' }),
 		);
 	}
 	return figures;

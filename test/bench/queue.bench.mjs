@@ -14,12 +14,7 @@ import { figure } from './figures.ts';
 const GROUP = 'Queue mode (n8n 2.41.1, main + 2 workers, PostgreSQL, Redis)';
 const PATH = 'ipx-bench-generate';
 
-const workflow = webhookGenerateWorkflow({
-	id: 'ipxBenchQueue001',
-	name: 'bench: webhook → Generate',
-	path: PATH,
-	webhookId: '7d2f8a4c-1b3e-4f6a-8c9d-0e1f2a3b4c5d',
-});
+const workflow = webhookGenerateWorkflow({ id: 'ipxBenchQueue001', name: 'bench: webhook → Generate', path: PATH, webhookId: '7d2f8a4c-1b3e-4f6a-8c9d-0e1f2a3b4c5d' });
 
 async function call(url, prompt) {
 	const answer = await callWebhook(url, PATH, prompt);
@@ -53,9 +48,7 @@ export async function benchQueue({ log, quick, clock = performance }) {
 			const before = new Set((await cluster.executions(workflow.id)).map((e) => e.id));
 			log(`queue: ${m} webhook calls…`);
 			const started = clock.now();
-			await Promise.all(
-				Array.from({ length: m }, (_, index) => call(cluster.main.url, `Product ${index}`)),
-			);
+			await Promise.all(Array.from({ length: m }, (_, index) => call(cluster.main.url, `Product ${index}`)));
 			const wallMs = clock.now() - started;
 			const executions = (await cluster.executions(workflow.id)).filter((e) => !before.has(e.id));
 			const perWorker = Array(workers).fill(0);
@@ -77,8 +70,7 @@ export async function benchQueue({ log, quick, clock = performance }) {
 					ideal: m / workers,
 					unit: '',
 					target: 'spread over both',
-					verdict:
-						perWorker.every((count) => count > 0) && executions.length === m ? 'pass' : 'miss',
+					verdict: perWorker.every((count) => count > 0) && executions.length === m ? 'pass' : 'miss',
 				}),
 			);
 		}

@@ -22,29 +22,20 @@ import { ImagePack } from '../../nodes/ImagePack/ImagePack.node.ts';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
-const only = args
-	.find((a) => a.startsWith('--only='))
-	?.slice(7)
-	.split(',');
+const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
 const n8nMode = args.includes('--n8n');
 const wanted = (name) => (only ? only.includes(name) : !n8nMode);
 const log = (line) => process.stderr.write(`bench: ${line}\n`);
 // In n8n the batch writes every image to disk: 4 MiB, about a 2K PNG photo, keeps 500 of them affordable.
-const imageMib = Number(
-	args.find((a) => a.startsWith('--image-mib='))?.slice(12) ?? (n8nMode ? 4 : quick ? 8 : 16),
-);
+const imageMib = Number(args.find((a) => a.startsWith('--image-mib='))?.slice(12) ?? (n8nMode ? 4 : quick ? 8 : 16));
 const imageBytes = Math.round(imageMib * 1024 * 1024);
 
 const children = new Set();
 function startChild(script, childArgs, env = {}, nodeFlags = []) {
-	const child = spawn(
-		process.execPath,
-		[...nodeFlags, '--import', 'tsx', path.join(here, script), ...childArgs],
-		{
-			env: { ...process.env, ...env },
-			stdio: ['pipe', 'pipe', 'inherit'],
-		},
-	);
+	const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', path.join(here, script), ...childArgs], {
+		env: { ...process.env, ...env },
+		stdio: ['pipe', 'pipe', 'inherit'],
+	});
 	children.add(child);
 	child.on('exit', () => children.delete(child));
 	return child;
@@ -54,9 +45,7 @@ function firstLine(child) {
 	return new Promise((resolve, reject) => {
 		const lines = readline.createInterface({ input: child.stdout });
 		lines.once('line', (line) => resolve(JSON.parse(line)));
-		child.once('exit', (code) =>
-			reject(new Error(`${child.spawnargs.join(' ')} exited with ${code} before answering`)),
-		);
+		child.once('exit', (code) => reject(new Error(`${child.spawnargs.join(' ')} exited with ${code} before answering`)));
 	});
 }
 
@@ -64,23 +53,12 @@ const started = performance.now();
 const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'imagepack-bench-'));
 const servers = startChild('servers.mjs', [], { BENCH_IMAGE_BYTES: String(imageBytes) });
 const endpoints = await firstLine(servers);
-log(
-	`emulator ${endpoints.baseUrl} (child process ${servers.pid}), realistic file host ${endpoints.realisticBaseUrl}`,
-);
+log(`emulator ${endpoints.baseUrl} (child process ${servers.pid}), realistic file host ${endpoints.realisticBaseUrl}`);
 
 const nodes = { ImagePack };
 const triggerPath = path.join(here, '..', '..', 'nodes', 'ImagePack', 'ImagePackTrigger.node.ts');
-if (fs.existsSync(triggerPath))
-	nodes.ImagePackTrigger = (
-		await import('../../nodes/ImagePack/ImagePackTrigger.node.ts')
-	).ImagePackTrigger;
-const env = benchEnv({
-	clock: { now: () => performance.now() },
-	emulator: endpoints,
-	quick,
-	nodes,
-	log,
-});
+if (fs.existsSync(triggerPath)) nodes.ImagePackTrigger = (await import('../../nodes/ImagePack/ImagePackTrigger.node.ts')).ImagePackTrigger;
+const env = benchEnv({ clock: { now: () => performance.now() }, emulator: endpoints, quick, nodes, log });
 // n8n 2.x runs with filesystem binary data by default: measure the node the way it runs there.
 await useFilesystemBinaryData(path.join(storage, 'main'));
 
@@ -93,38 +71,22 @@ try {
 			const { benchTrigger } = await import('./trigger.bench.ts');
 			figures.push(...(await benchTrigger(env)));
 		} else {
-			log(
-				'trigger benchmarks skipped: the trigger node (or test/bench/trigger.bench.ts) does not exist yet',
-			);
+			log('trigger benchmarks skipped: the trigger node (or test/bench/trigger.bench.ts) does not exist yet');
 		}
 	}
 	if (wanted('download')) {
 		const realistic = endpoints.realisticBaseUrl;
-		const files = (mib, tag) =>
-			Array.from({ length: 4 }, (_, i) => `/api/file/mib${mib}-${tag}-${i}.png`);
+		const files = (mib, tag) => Array.from({ length: 4 }, (_, i) => `/api/file/mib${mib}-${tag}-${i}.png`);
 		const small = Math.max(1, Math.round(imageMib / 4));
 		const runs = {};
 		const measure = async (name, mode, baseUrl, fileUrls, warm = true) => {
 			log(`download: ${name}`);
 			await env.control.reset();
-			const run = {
-				mode,
-				baseUrl,
-				apiKey: endpoints.apiKey,
-				storageDir: path.join(storage, name.replace(/\W+/g, '-')),
-				images: 4,
-			};
+			const run = { mode, baseUrl, apiKey: endpoints.apiKey, storageDir: path.join(storage, name.replace(/\W+/g, '-')), images: 4 };
 			const warmupFileUrl = warm ? '/api/file/small-warmup.png' : undefined;
-			const child = startChild(
-				'download-child.mjs',
-				[JSON.stringify({ run, warmupFileUrl, fileUrls, sampleMs: 5 })],
-				{},
-				['--expose-gc'],
-			);
+			const child = startChild('download-child.mjs', [JSON.stringify({ run, warmupFileUrl, fileUrls, sampleMs: 5 })], {}, ['--expose-gc']);
 			const measurement = await firstLine(child);
-			await new Promise((resolve) =>
-				child.exitCode === null ? child.once('exit', resolve) : resolve(),
-			);
+			await new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve()));
 			runs[name] = measurement;
 			return measurement;
 		};
@@ -137,30 +99,10 @@ try {
 		figures.push(
 			...downloadFigures([
 				{ label: 'emulator PNGs, Generate n=4 4K', measurement: runs.emulator, meaningful: false },
-				{
-					label: 'bare node:http client, 4 files piped to disk',
-					measurement: runs.bare,
-					meaningful: true,
-					reference: true,
-				},
-				{
-					label: 'Generate n=4 4K, downloadImages',
-					measurement: runs.generate,
-					meaningful: true,
-					bare: runs.bare,
-				},
-				{
-					label: '4 × Download File',
-					measurement: runs.download,
-					meaningful: true,
-					bare: runs.bare,
-				},
-				{
-					label: `4 × Download File, ${small} MiB images`,
-					measurement: runs.downloadSmall,
-					meaningful: true,
-					bare: runs.bareSmall,
-				},
+				{ label: 'bare node:http client, 4 files piped to disk', measurement: runs.bare, meaningful: true, reference: true },
+				{ label: 'Generate n=4 4K, downloadImages', measurement: runs.generate, meaningful: true, bare: runs.bare },
+				{ label: '4 × Download File', measurement: runs.download, meaningful: true, bare: runs.bare },
+				{ label: `4 × Download File, ${small} MiB images`, measurement: runs.downloadSmall, meaningful: true, bare: runs.bareSmall },
 			]),
 		);
 	}
@@ -184,16 +126,11 @@ try {
 		const profDir = option('n8n-prof');
 		const gcStatsDir = option('n8n-gc-stats');
 		const runs = option('n8n-runs') === undefined ? undefined : Number(option('n8n-runs'));
-		const latencyMs =
-			option('n8n-latency') === undefined ? undefined : Number(option('n8n-latency'));
+		const latencyMs = option('n8n-latency') === undefined ? undefined : Number(option('n8n-latency'));
 		const backlog = option('n8n-backlog') === undefined ? undefined : Number(option('n8n-backlog'));
 		const parts = option('n8n-parts')?.split(',');
-		const triggerTimeoutMs =
-			option('n8n-trigger-minutes') === undefined
-				? undefined
-				: Number(option('n8n-trigger-minutes')) * 60_000;
-		const numbers = (name) =>
-			option(name) === undefined ? undefined : option(name).split(',').filter(Boolean).map(Number);
+		const triggerTimeoutMs = option('n8n-trigger-minutes') === undefined ? undefined : Number(option('n8n-trigger-minutes')) * 60_000;
+		const numbers = (name) => (option(name) === undefined ? undefined : option(name).split(',').filter(Boolean).map(Number));
 		const drain = {
 			backlogs: numbers('n8n-drain-backlogs'),
 			caps: numbers('n8n-drain-caps'),
@@ -202,25 +139,7 @@ try {
 			userBacklogs: numbers('n8n-drain-user'),
 			pollSeconds: numbers('n8n-drain-poll')?.[0],
 		};
-		figures.push(
-			...(await benchN8n(env, {
-				endpoints,
-				storage,
-				quick,
-				imageBytes,
-				sizes,
-				concurrencies,
-				latencyMs,
-				backlog,
-				triggerTimeoutMs,
-				parts,
-				cpuProfDir,
-				profDir,
-				gcStatsDir,
-				runs,
-				drain,
-			})),
-		);
+		figures.push(...(await benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts, cpuProfDir, profDir, gcStatsDir, runs, drain })));
 	}
 } finally {
 	servers.kill('SIGTERM');
@@ -231,17 +150,11 @@ const totalSeconds = (performance.now() - started) / 1000;
 const counts = summary(figures);
 const machine = `${os.cpus().length} cores (${os.cpus()[0]?.model?.trim() ?? 'unknown CPU'}), ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, ${os.platform()} ${os.arch()}`;
 if (args.includes('--json')) {
-	process.stdout.write(
-		`${JSON.stringify({ quick, machine, totalSeconds, summary: counts, figures }, null, 2)}\n`,
-	);
+	process.stdout.write(`${JSON.stringify({ quick, machine, totalSeconds, summary: counts, figures }, null, 2)}\n`);
 } else if (args.includes('--markdown')) {
-	process.stdout.write(
-		`${markdownTable(figures)}\n\nMachine: ${machine}. \`npm run bench${quick ? ' -- --quick' : ''}\`, ${totalSeconds.toFixed(0)} s.\n`,
-	);
+	process.stdout.write(`${markdownTable(figures)}\n\nMachine: ${machine}. \`npm run bench${quick ? ' -- --quick' : ''}\`, ${totalSeconds.toFixed(0)} s.\n`);
 } else {
-	process.stdout.write(
-		`${textTable(figures)}\n\nMachine: ${machine}; ${totalSeconds.toFixed(0)} s.\n`,
-	);
+	process.stdout.write(`${textTable(figures)}\n\nMachine: ${machine}; ${totalSeconds.toFixed(0)} s.\n`);
 }
 process.stderr.write(`bench: ${counts.pass} pass, ${counts.miss} miss, ${counts.info} info\n`);
 // Keep-alive sockets of n8n's HTTP agents would hold the process open.

@@ -18,26 +18,13 @@ const emulator = await startEmulator({ port: 0, requestLogLimit: 250_000 });
 const upstream = new URL(emulator.baseUrl);
 const block = randomBytes(64 * 1024);
 // connections: TCP connections accepted, to see whether a client reuses them (keep-alive) or opens one per request.
-const fresh = () => ({
-	file: 0,
-	signedFile: 0,
-	keyOnSignedLink: 0,
-	proxied: 0,
-	requests: 0,
-	connections: 0,
-	lists: 0,
-	details: 0,
-	proxyErrors: 0,
-	firstAt: 0,
-	lastAt: 0,
-});
+const fresh = () => ({ file: 0, signedFile: 0, keyOnSignedLink: 0, proxied: 0, requests: 0, connections: 0, lists: 0, details: 0, proxyErrors: 0, firstAt: 0, lastAt: 0 });
 let stats = fresh();
 
 function imageStream(size) {
 	return Readable.from(
 		(function* () {
-			for (let sent = 0; sent < size; sent += block.length)
-				yield block.subarray(0, Math.min(block.length, size - sent));
+			for (let sent = 0; sent < size; sent += block.length) yield block.subarray(0, Math.min(block.length, size - sent));
 		})(),
 	);
 }
@@ -47,9 +34,7 @@ const host = http.createServer((req, res) => {
 	const url = new URL(req.url ?? '/', 'http://bench');
 	if (url.pathname === '/_bench/stats') {
 		stats.connections--; // the caller's own connection (one per call)
-		res
-			.writeHead(200, { 'content-type': 'application/json' })
-			.end(JSON.stringify({ ...stats, imageBytes }));
+		res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...stats, imageBytes }));
 		if (url.searchParams.has('reset')) stats = fresh();
 		return;
 	}
@@ -60,27 +45,16 @@ const host = http.createServer((req, res) => {
 	if (match && req.method === 'GET') {
 		stats.file++;
 		if (!req.headers.authorization) {
-			res
-				.writeHead(401, { 'content-type': 'application/json' })
-				.end('{"error":{"code":"unauthorized"}}');
+			res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"code":"unauthorized"}}');
 			return;
 		}
-		res
-			.writeHead(302, {
-				location: `${origin}/signed/${match[1]}?expires=0&signature=bench`,
-				'content-length': '0',
-			})
-			.end();
+		res.writeHead(302, { location: `${origin}/signed/${match[1]}?expires=0&signature=bench`, 'content-length': '0' }).end();
 		return;
 	}
 	match = /^\/signed\/([^/]+)$/.exec(url.pathname);
 	if (match && req.method === 'GET') {
 		const sized = /^mib(\d+)-/.exec(match[1]);
-		const size = match[1].startsWith('small-')
-			? 64 * 1024
-			: sized
-				? Number(sized[1]) * 1024 * 1024
-				: imageBytes;
+		const size = match[1].startsWith('small-') ? 64 * 1024 : sized ? Number(sized[1]) * 1024 * 1024 : imageBytes;
 		stats.signedFile++;
 		if (req.headers.authorization) stats.keyOnSignedLink++;
 		res.writeHead(200, {
@@ -96,14 +70,7 @@ const host = http.createServer((req, res) => {
 	else if (/^\/api\/v1\/image-pack-publications\/\d+$/.test(url.pathname)) stats.details++;
 	const forward = http.request(
 		// A fresh connection per request: a kept-alive one that the emulator closes while idle resets the next request.
-		{
-			host: upstream.hostname,
-			port: upstream.port,
-			method: req.method,
-			path: req.url,
-			headers: req.headers,
-			agent: false,
-		},
+		{ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers, agent: false },
 		(answer) => {
 			res.writeHead(answer.statusCode ?? 502, answer.headers);
 			answer.pipe(res);

@@ -63,21 +63,13 @@ async function catchUp(env: BenchEnv, pw: PollingWorkflow, expected: number, max
 		}
 	}
 	if (seen.size !== expected || duplicates) {
-		throw new Error(
-			`catch-up delivered ${seen.size} distinct of ${expected} publications, ${duplicates} twice`,
-		);
+		throw new Error(`catch-up delivered ${seen.size} distinct of ${expected} publications, ${duplicates} twice`);
 	}
 	return { polls, emittingPolls, catchUpMs };
 }
 
 /** The same reads by a bare HTTP client: list pages in sequence, details with `concurrency` in flight. */
-async function bareCatchUp(
-	env: BenchEnv,
-	firstId: number,
-	lastId: number,
-	details: boolean,
-	concurrency: number,
-) {
+async function bareCatchUp(env: BenchEnv, firstId: number, lastId: number, details: boolean, concurrency: number) {
 	const { baseUrl, apiKey } = env.emulator;
 	const dispatcher = new Agent({ connections: concurrency });
 	const headers = { authorization: `Bearer ${apiKey}`, accept: 'application/json' };
@@ -85,10 +77,7 @@ async function bareCatchUp(
 	const ids: number[] = [];
 	let since = firstId - 1;
 	for (let guard = 0; guard < 10_000; guard++) {
-		const res = await request(`${baseUrl}${LIST_PATH}?since_id=${since}&limit=${PAGE}`, {
-			headers,
-			dispatcher,
-		});
+		const res = await request(`${baseUrl}${LIST_PATH}?since_id=${since}&limit=${PAGE}`, { headers, dispatcher });
 		const body = (await res.body.json()) as { items: Array<{ id: number }>; next_since_id: number };
 		ids.push(...body.items.map((item) => item.id));
 		since = body.next_since_id;
@@ -120,7 +109,7 @@ export async function benchCatchUp(env: BenchEnv): Promise<Figure[]> {
 	const idealList = Math.ceil(backlog / PAGE);
 	const group = `2. Trigger catch-up of a ${backlog.toLocaleString('en-US')}-publication backlog (startFrom beginning, n8n's 5-min poll budget), Max Publications per Poll ${CAPS.join(' and ')}`;
 	const wallNote =
-		"Catch-up wall time: ideal = a bare HTTP client (undici) reading the same list pages in sequence and, with manifests, the same details 4 at a time (the trigger's MANIFEST_CONCURRENCY), against the same emulator with no latency. The trigger's time is that of its polls back to back (n8n spaces them by the poll times).";
+		'Catch-up wall time: ideal = a bare HTTP client (undici) reading the same list pages in sequence and, with manifests, the same details 4 at a time (the trigger\'s MANIFEST_CONCURRENCY), against the same emulator with no latency. The trigger\'s time is that of its polls back to back (n8n spaces them by the poll times).';
 
 	for (const includeManifest of [false, true]) {
 		for (const cap of CAPS) {
@@ -181,13 +170,7 @@ export async function benchCatchUp(env: BenchEnv): Promise<Figure[]> {
 async function thenMore(
 	env: BenchEnv,
 	pw: PollingWorkflow,
-	{
-		group,
-		backlog,
-		total,
-		cap,
-		wallNote,
-	}: { group: string; backlog: number; total: number; cap: number; wallNote: string },
+	{ group, backlog, total, cap, wallNote }: { group: string; backlog: number; total: number; cap: number; wallNote: string },
 ): Promise<Figure[]> {
 	const more = total - backlog;
 	env.log(`trigger catch-up: ${more} more publications (total ${total})`);
@@ -214,14 +197,7 @@ async function thenMore(
 			ideal: Math.ceil(more / cap),
 			unit: '',
 		}),
-		figure({
-			group,
-			figure: `then +${more.toLocaleString('en-US')}: wall time`,
-			measured: rest.catchUpMs,
-			ideal: restBare,
-			unit: 'ms',
-			note: wallNote,
-		}),
+		figure({ group, figure: `then +${more.toLocaleString('en-US')}: wall time`, measured: rest.catchUpMs, ideal: restBare, unit: 'ms', note: wallNote }),
 		figure({
 			group,
 			figure: `static data after ${total.toLocaleString('en-US')} publications (JSON)`,
@@ -235,8 +211,7 @@ async function thenMore(
 export async function benchNewest(env: BenchEnv): Promise<Figure[]> {
 	const figures: Figure[] = [];
 	const sizes = env.quick ? [1_000, 10_000] : [1_000, 10_000, 100_000];
-	const group =
-		'3. Fetch Test Event and first activation (startFrom now): requests by account size';
+	const group = '3. Fetch Test Event and first activation (startFrom now): requests by account size';
 	const note =
 		'Requests for the newest publication: ideal = ⌈log2(max id)⌉ list probes (a binary search that knew an upper bound) + 1 (the detail for the test event, the baseline page for activation); target: at most 2·⌈log2(max id)⌉ + 3, i.e. logarithmic growth (a scan would need max id / 200 pages: 500 at 100,000).';
 	const series: Record<string, number[]> = { test: [], activation: [] };
@@ -249,8 +224,7 @@ export async function benchNewest(env: BenchEnv): Promise<Figure[]> {
 		await env.control.clearRequests();
 		const test = workflow(env, { includeManifest: true, startFrom: 'now' }, 'manual');
 		const [[item]] = (await test.poll('manual')) ?? [[]];
-		if (Number(item?.json.id) !== lastId)
-			throw new Error(`Fetch Test Event returned ${String(item?.json.id)}, not ${lastId}`);
+		if (Number(item?.json.id) !== lastId) throw new Error(`Fetch Test Event returned ${String(item?.json.id)}, not ${lastId}`);
 		const testCounts = await routeCounts(env);
 		const testTotal = testCounts.list + testCounts.detail;
 

@@ -22,20 +22,12 @@ import path from 'node:path';
 import { installPaths, isInstalled, PROFILES } from '../e2e/n8n-install.mjs';
 import { restClient, restSession, runCommand, startN8n } from '../e2e/n8n.mjs';
 
-export const OWNER = {
-	email: 'owner@example.com',
-	password: 'Compat-Install-Password-1',
-	firstName: 'Compat',
-	lastName: 'Owner',
-};
+export const OWNER = { email: 'owner@example.com', password: 'Compat-Install-Password-1', firstName: 'Compat', lastName: 'Owner' };
 
 /** The JavaScript entry of this machine's npm CLI (run with any Node binary). */
 export function npmCliPath() {
 	if (process.env.npm_execpath?.endsWith('.js')) return process.env.npm_execpath;
-	const npm = execFileSync(process.platform === 'win32' ? 'where' : 'which', ['npm'])
-		.toString()
-		.trim()
-		.split('\n')[0];
+	const npm = execFileSync(process.platform === 'win32' ? 'where' : 'which', ['npm']).toString().trim().split('\n')[0];
 	const real = fs.realpathSync(npm);
 	const cli = real.endsWith('.js') ? real : path.join(path.dirname(real), 'npm-cli.js');
 	if (!fs.existsSync(cli)) throw new Error(`npm's CLI script not found next to ${real}`);
@@ -48,18 +40,12 @@ export function npmCliPath() {
  * Returns Map(major → { bin, version, from }).
  */
 export function nodeRuntimes() {
-	const found = new Map([
-		[
-			process.versions.node.split('.')[0],
-			{ bin: process.execPath, version: process.versions.node, from: 'this machine' },
-		],
-	]);
+	const found = new Map([[process.versions.node.split('.')[0], { bin: process.execPath, version: process.versions.node, from: 'this machine' }]]);
 	for (const name of Object.keys(PROFILES)) {
 		const { profile, nodeBin } = installPaths(name);
 		if (!profile.node || !isInstalled(name)) continue;
 		const major = profile.node.split('.')[0];
-		if (!found.has(major))
-			found.set(major, { bin: nodeBin, version: profile.node, from: `profile ${name}` });
+		if (!found.has(major)) found.set(major, { bin: nodeBin, version: profile.node, from: `profile ${name}` });
 	}
 	return found;
 }
@@ -74,9 +60,7 @@ export function listModules(nodeModules) {
 	const names = [];
 	for (const entry of fs.readdirSync(nodeModules)) {
 		if (entry.startsWith('.')) continue; // .package-lock.json, .bin
-		if (entry.startsWith('@'))
-			for (const inner of fs.readdirSync(path.join(nodeModules, entry)))
-				names.push(`${entry}/${inner}`);
+		if (entry.startsWith('@')) for (const inner of fs.readdirSync(path.join(nodeModules, entry))) names.push(`${entry}/${inner}`);
 		else names.push(entry);
 	}
 	return names.sort();
@@ -89,8 +73,7 @@ export function findPackages(dir, name) {
 		for (const entry of fs.readdirSync(folder, { withFileTypes: true })) {
 			if (!entry.isDirectory()) continue;
 			const full = path.join(folder, entry.name);
-			if (path.basename(folder) === 'node_modules' && entry.name === name)
-				hits.push(path.relative(dir, full));
+			if (path.basename(folder) === 'node_modules' && entry.name === name) hits.push(path.relative(dir, full));
 			walk(full);
 		}
 	};
@@ -104,8 +87,7 @@ export function findPackages(dir, name) {
  */
 export function npmEnv({ registryUrl, cacheDir, userconfig }) {
 	const env = { ...process.env };
-	for (const key of Object.keys(env))
-		if (/^npm_/i.test(key) || /_proxy$/i.test(key)) delete env[key];
+	for (const key of Object.keys(env)) if (/^npm_/i.test(key) || /_proxy$/i.test(key)) delete env[key];
 	return {
 		...env,
 		npm_config_registry: `${registryUrl}/`,
@@ -150,16 +132,8 @@ export function writeNpmShim({ dir, registryUrl, nodeBin }) {
 	const logFile = path.join(dir, 'npm-calls.log');
 	const userconfig = path.join(dir, 'npmrc');
 	fs.writeFileSync(userconfig, '');
-	const values = {
-		logFile,
-		registryUrl,
-		cache: path.join(dir, 'npm-cache'),
-		userconfig,
-		nodeBin,
-		cli: npmCliPath(),
-	};
-	for (const [key, value] of Object.entries(values))
-		if (value.includes("'")) throw new Error(`npm shim: ${key} contains a quote: ${value}`);
+	const values = { logFile, registryUrl, cache: path.join(dir, 'npm-cache'), userconfig, nodeBin, cli: npmCliPath() };
+	for (const [key, value] of Object.entries(values)) if (value.includes("'")) throw new Error(`npm shim: ${key} contains a quote: ${value}`);
 	const script = `#!/bin/sh
 # npm for n8n under test: every --registry is replaced by the local test registry.
 printf '%s\\t%s\\n' "$PWD" "$*" >> '${logFile}'
@@ -218,23 +192,20 @@ export function shimmedN8nEnv({ shim, registry }) {
  */
 export async function setupOwnerAndLogin(url, owner = OWNER) {
 	const setup = await restClient(url).post('/rest/owner/setup', owner);
-	if (setup.status !== 200)
-		throw new Error(`POST /rest/owner/setup: HTTP ${setup.status} ${JSON.stringify(setup.body)}`);
+	if (setup.status !== 200) throw new Error(`POST /rest/owner/setup: HTTP ${setup.status} ${JSON.stringify(setup.body)}`);
 	return await restSession(url, owner);
 }
 
 /** The node type names n8n serves to its editor (`GET /types/nodes.json`; 2.x wants a session). */
 export async function servedNodeTypes(client) {
 	const answer = await client.get('/types/nodes.json');
-	if (answer.status !== 200 || !Array.isArray(answer.body))
-		throw new Error(`GET /types/nodes.json: HTTP ${answer.status}`);
+	if (answer.status !== 200 || !Array.isArray(answer.body)) throw new Error(`GET /types/nodes.json: HTTP ${answer.status}`);
 	return new Set(answer.body.map((type) => type.name));
 }
 
 /** n8n's REST answers are `{ data }`; returns data, or throws with the answer. */
 export function restData(answer, what) {
-	if (answer.status >= 300)
-		throw new Error(`${what}: HTTP ${answer.status} ${JSON.stringify(answer.body)}`);
+	if (answer.status >= 300) throw new Error(`${what}: HTTP ${answer.status} ${JSON.stringify(answer.body)}`);
 	return answer.body?.data ?? answer.body;
 }
 
@@ -252,9 +223,7 @@ export async function startCompatN8n(options) {
 		} catch {}
 		if (Date.now() - started > 120_000) {
 			await n8n.stop();
-			throw new Error(
-				`n8n answered /healthz/readiness but not /rest/settings within 120 s:\n${n8n.logs().slice(-3000)}`,
-			);
+			throw new Error(`n8n answered /healthz/readiness but not /rest/settings within 120 s:\n${n8n.logs().slice(-3000)}`);
 		}
 		await new Promise((resolve) => setTimeout(resolve, 250));
 	}

@@ -21,32 +21,20 @@ export const atLeast = (version, wanted) => {
  */
 export async function ownerSession(url, owner) {
 	// 1.x answers /healthz/readiness before its REST routes are mounted (1.100.1: a 404 for seconds).
-	await waitFor(async () => (await fetch(`${url}/rest/settings`)).status === 200, {
-		timeoutMs: 60_000,
-		what: 'n8n’s REST API',
-	});
+	await waitFor(async () => (await fetch(`${url}/rest/settings`)).status === 200, { timeoutMs: 60_000, what: 'n8n’s REST API' });
 	const response = await fetch(`${url}/rest/owner/setup`, {
 		method: 'POST',
 		headers: { 'content-type': 'application/json' },
-		body: JSON.stringify({
-			email: owner.email,
-			firstName: 'Compat',
-			lastName: 'Owner',
-			password: owner.password,
-		}),
+		body: JSON.stringify({ email: owner.email, firstName: 'Compat', lastName: 'Owner', password: owner.password }),
 	});
-	if (response.status !== 200)
-		throw new Error(`owner setup failed (${response.status}): ${await response.text()}`);
+	if (response.status !== 200) throw new Error(`owner setup failed (${response.status}): ${await response.text()}`);
 	return restSession(url, owner);
 }
 
 /** A REST call that must succeed; returns the body's `data`. */
 export async function ok(session, method, route, body) {
 	const answer = await session.request(method, `/rest${route}`, body);
-	if (answer.status >= 300)
-		throw new Error(
-			`${method} ${route}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 500)}`,
-		);
+	if (answer.status >= 300) throw new Error(`${method} ${route}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 500)}`);
 	return answer.body.data;
 }
 
@@ -55,10 +43,7 @@ export async function ok(session, method, route, body) {
  * /rest/dynamic-node-parameters/resource-locator-results`): the same body in 1.100 and 2.41 (2.x adds
  * optional projectId and workflowId, and accepts a numeric paginationToken, 1.x only a string).
  */
-export function searchList(
-	session,
-	{ nodeType, version = 1, parameters, path, methodName, credentials, filter, paginationToken },
-) {
+export function searchList(session, { nodeType, version = 1, parameters, path, methodName, credentials, filter, paginationToken }) {
 	return ok(session, 'POST', '/dynamic-node-parameters/resource-locator-results', {
 		path,
 		nodeTypeAndVersion: { name: nodeType, version },
@@ -83,15 +68,11 @@ export function searchList(
 export async function fetchTestEvent(session, version, workflowId, triggerName) {
 	const body = {
 		triggerToStartFrom: { name: triggerName },
-		destinationNode: atLeast(version, '1.123.0')
-			? { nodeName: triggerName, mode: 'inclusive' }
-			: triggerName,
+		destinationNode: atLeast(version, '1.123.0') ? { nodeName: triggerName, mode: 'inclusive' } : triggerName,
 	};
-	if (!atLeast(version, '2.20.0'))
-		body.workflowData = await ok(session, 'GET', `/workflows/${workflowId}`);
+	if (!atLeast(version, '2.20.0')) body.workflowData = await ok(session, 'GET', `/workflows/${workflowId}`);
 	const data = await ok(session, 'POST', `/workflows/${workflowId}/run`, body);
-	if (!data?.executionId)
-		throw new Error(`Fetch Test Event started no execution: ${JSON.stringify(data)}`);
+	if (!data?.executionId) throw new Error(`Fetch Test Event started no execution: ${JSON.stringify(data)}`);
 	return String(data.executionId);
 }
 
@@ -101,27 +82,10 @@ export async function fetchTestEvent(session, version, workflowId, triggerName) 
  * and its publish:workflow then fails ("Version … not found for workflow"). 1.x takes `active` in a
  * PATCH of the workflow; 2.x has `POST /rest/workflows/:id/activate` with the version to publish.
  */
-export async function createActiveWorkflow(
-	session,
-	version,
-	{ name, nodes, connections, settings },
-) {
+export async function createActiveWorkflow(session, version, { name, nodes, connections, settings }) {
 	// `active: false` as the editor sends it: 1.100.1 and 2.0.3 fail without it (NOT NULL constraint).
-	const created = await ok(session, 'POST', '/workflows', {
-		name,
-		nodes,
-		connections,
-		settings,
-		active: false,
-	});
-	if (atLeast(version, '2.0.0'))
-		await ok(session, 'POST', `/workflows/${created.id}/activate`, {
-			versionId: created.versionId,
-		});
-	else
-		await ok(session, 'PATCH', `/workflows/${created.id}`, {
-			active: true,
-			versionId: created.versionId,
-		});
+	const created = await ok(session, 'POST', '/workflows', { name, nodes, connections, settings, active: false });
+	if (atLeast(version, '2.0.0')) await ok(session, 'POST', `/workflows/${created.id}/activate`, { versionId: created.versionId });
+	else await ok(session, 'PATCH', `/workflows/${created.id}`, { active: true, versionId: created.versionId });
 	return String(created.id);
 }

@@ -36,22 +36,10 @@ export async function startCompatQueue({ profile, registry, workDir, nodeBin }) 
 		return dir;
 	};
 	const shim = (name) => {
-		if (!shims.has(name))
-			shims.set(
-				name,
-				writeNpmShim({
-					dir: path.join(folder(name), 'npm-shim'),
-					registryUrl: registry.url,
-					nodeBin,
-				}),
-			);
+		if (!shims.has(name)) shims.set(name, writeNpmShim({ dir: path.join(folder(name), 'npm-shim'), registryUrl: registry.url, nodeBin }));
 		return shims.get(name);
 	};
-	const envOf = (name, extra) => ({
-		...sharedEnv,
-		...shimmedN8nEnv({ shim: shim(name), registry }),
-		...extra,
-	});
+	const envOf = (name, extra) => ({ ...sharedEnv, ...shimmedN8nEnv({ shim: shim(name), registry }), ...extra });
 
 	return {
 		postgres,
@@ -62,22 +50,13 @@ export async function startCompatQueue({ profile, registry, workDir, nodeBin }) 
 		processes,
 		/** `n8n start` in queue mode on the user folder `name`. */
 		async startMain(name = 'main', extra = {}) {
-			const main = await startCompatN8n({
-				userFolder: folder(name),
-				profile,
-				env: envOf(name, extra),
-			});
+			const main = await startCompatN8n({ userFolder: folder(name), profile, env: envOf(name, extra) });
 			processes.push(main);
 			return main;
 		},
 		/** `n8n worker` on the user folder `name`. */
 		async startWorker(name, extra = {}) {
-			const worker = await startN8nWorker({
-				userFolder: folder(name),
-				profile,
-				env: envOf(name, extra),
-				readyTimeoutMs: 300_000,
-			});
+			const worker = await startN8nWorker({ userFolder: folder(name), profile, env: envOf(name, extra), readyTimeoutMs: 300_000 });
 			processes.push(worker);
 			return worker;
 		},

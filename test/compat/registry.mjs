@@ -24,9 +24,7 @@ import path from 'node:path';
 
 /** The package.json inside an npm tarball (`package/package.json`). */
 export function readTarballManifest(tarball) {
-	return JSON.parse(
-		execFileSync('tar', ['-xzOf', tarball, 'package/package.json']).toString('utf8'),
-	);
+	return JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json']).toString('utf8'));
 }
 
 /** The fields of a package.json that a registry puts into a version's entry of the packument. */
@@ -79,35 +77,19 @@ function servedPackage(manifest, bytes, mtime) {
  * lists every request as { kind: 'registry' | 'proxy', method, url, status, at }.
  */
 export async function startRegistry({ tarball, decoys = {}, host = '127.0.0.1' }) {
-	const main = servedPackage(
-		readTarballManifest(tarball),
-		fs.readFileSync(tarball),
-		fs.statSync(tarball).mtime,
-	);
+	const main = servedPackage(readTarballManifest(tarball), fs.readFileSync(tarball), fs.statSync(tarball).mtime);
 	const packages = new Map([[main.manifest.name, main]]);
 	for (const [decoyName, decoyVersion] of Object.entries(decoys)) {
-		const manifest = {
-			name: decoyName,
-			version: decoyVersion,
-			description: 'A decoy served by the compat tests',
-		};
-		packages.set(decoyName, {
-			...servedPackage(manifest, makeDecoyTarball(manifest), new Date()),
-			decoy: true,
-		});
+		const manifest = { name: decoyName, version: decoyVersion, description: 'A decoy served by the compat tests' };
+		packages.set(decoyName, { ...servedPackage(manifest, makeDecoyTarball(manifest), new Date()), decoy: true });
 	}
 	const requests = [];
 	let url;
 
 	function versionEntry(served) {
 		const entry = { _id: `${served.manifest.name}@${served.manifest.version}` };
-		for (const field of VERSION_FIELDS)
-			if (served.manifest[field] !== undefined) entry[field] = served.manifest[field];
-		entry.dist = {
-			tarball: `${url}/${served.manifest.name}/-/${served.tarballName}`,
-			shasum: served.shasum,
-			integrity: served.integrity,
-		};
+		for (const field of VERSION_FIELDS) if (served.manifest[field] !== undefined) entry[field] = served.manifest[field];
+		entry.dist = { tarball: `${url}/${served.manifest.name}/-/${served.tarballName}`, shasum: served.shasum, integrity: served.integrity };
 		return entry;
 	}
 	function packument(served) {
@@ -127,49 +109,28 @@ export async function startRegistry({ tarball, decoys = {}, host = '127.0.0.1' }
 	const server = http.createServer((request, response) => {
 		// A request line with an absolute URL is a client using this server as its HTTP proxy.
 		const proxied = /^[a-z]+:\/\//i.test(request.url);
-		const entry = {
-			kind: proxied ? 'proxy' : 'registry',
-			method: request.method,
-			url: request.url,
-			status: 404,
-			at: Date.now(),
-		};
+		const entry = { kind: proxied ? 'proxy' : 'registry', method: request.method, url: request.url, status: 404, at: Date.now() };
 		requests.push(entry);
 		const answer = (status, type, body) => {
 			entry.status = status;
-			response.writeHead(status, {
-				'content-type': type,
-				'content-length': Buffer.byteLength(body),
-			});
+			response.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
 			response.end(request.method === 'HEAD' ? undefined : body);
 		};
 		const json = (status, value) => answer(status, 'application/json', JSON.stringify(value));
 		if (proxied) return json(403, { error: 'No internet here' });
-		if (request.method !== 'GET' && request.method !== 'HEAD')
-			return json(404, { error: 'Not found' });
+		if (request.method !== 'GET' && request.method !== 'HEAD') return json(404, { error: 'Not found' });
 		// npm asks for `/name`, a scoped name as `/@scope%2fname`; n8n's version check for `/name/version`.
-		const route = decodeURIComponent(new URL(request.url, 'http://registry').pathname).replace(
-			/\/+$/,
-			'',
-		);
+		const route = decodeURIComponent(new URL(request.url, 'http://registry').pathname).replace(/\/+$/, '');
 		for (const [name, served] of packages) {
 			if (route === `/${name}`) return json(200, packument(served));
-			if (route === `/${name}/${served.manifest.version}` || route === `/${name}/latest`)
-				return json(200, versionEntry(served));
-			if (route === `/${name}/-/${served.tarballName}`)
-				return answer(200, 'application/octet-stream', served.bytes);
+			if (route === `/${name}/${served.manifest.version}` || route === `/${name}/latest`) return json(200, versionEntry(served));
+			if (route === `/${name}/-/${served.tarballName}`) return answer(200, 'application/octet-stream', served.bytes);
 		}
 		return json(404, { error: 'Not found' });
 	});
 	// HTTPS through a proxy starts with CONNECT host:443: refused, so the client fails as if offline.
 	server.on('connect', (request, socket) => {
-		requests.push({
-			kind: 'proxy',
-			method: 'CONNECT',
-			url: request.url,
-			status: 403,
-			at: Date.now(),
-		});
+		requests.push({ kind: 'proxy', method: 'CONNECT', url: request.url, status: 403, at: Date.now() });
 		socket.end('HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n');
 	});
 	await new Promise((resolve, reject) => {
@@ -197,12 +158,9 @@ export async function startRegistry({ tarball, decoys = {}, host = '127.0.0.1' }
 		served: () => registryRequests().filter((entry) => entry.status === 200),
 		/** Requests for a decoy's tarball (a decoy that npm actually installed). */
 		decoyTarballs: () =>
-			registryRequests().filter((entry) =>
-				[...packages.values()].some((p) => p.decoy && entry.url.endsWith(`/-/${p.tarballName}`)),
-			),
+			registryRequests().filter((entry) => [...packages.values()].some((p) => p.decoy && entry.url.endsWith(`/-/${p.tarballName}`))),
 		/** How the requests so far look, one line each, for failure messages. */
-		describe: (list = requests) =>
-			list.map((entry) => `${entry.method} ${entry.url} → ${entry.status}`).join('\n'),
+		describe: (list = requests) => list.map((entry) => `${entry.method} ${entry.url} → ${entry.status}`).join('\n'),
 		/** Stops the server (and its kept-alive connections). */
 		stop() {
 			server.closeAllConnections?.();
@@ -210,3 +168,4 @@ export async function startRegistry({ tarball, decoys = {}, host = '127.0.0.1' }
 		},
 	};
 }
+

@@ -26,9 +26,7 @@ const profiles = chosen ? chosen.slice('--profiles='.length).split(',').filter(B
 const testArgs = args.filter((arg) => arg !== chosen);
 const unknown = profiles.filter((name) => !PROFILES[name]);
 if (unknown.length || !profiles.length) {
-	console.error(
-		`test:compat: unknown profile ${unknown.join(', ') || '(none)'}; known: ${Object.keys(PROFILES).join(', ')}`,
-	);
+	console.error(`test:compat: unknown profile ${unknown.join(', ') || '(none)'}; known: ${Object.keys(PROFILES).join(', ')}`);
 	process.exit(2);
 }
 
@@ -57,16 +55,7 @@ function runSuite(profile, tarball, summaryFile) {
 				...testArgs,
 				...suites,
 			],
-			{
-				cwd: REPO_ROOT,
-				stdio: 'inherit',
-				env: {
-					...process.env,
-					COMPAT_PROFILE: profile,
-					COMPAT_QUEUE: queue ? '1' : '0',
-					IMAGEPACK_TARBALL: tarball,
-				},
-			},
+			{ cwd: REPO_ROOT, stdio: 'inherit', env: { ...process.env, COMPAT_PROFILE: profile, COMPAT_QUEUE: queue ? '1' : '0', IMAGEPACK_TARBALL: tarball } },
 		);
 		child.on('error', reject);
 		child.on('exit', (code, signal) => resolve(code ?? signal));
@@ -106,9 +95,7 @@ try {
 
 console.log('\ntest:compat summary');
 for (const { profile, code, ms, summary } of results) {
-	const counts = summary
-		? `${summary.passed} passed, ${summary.failed} failed, ${summary.skipped} skipped`
-		: `no result (exit ${code})`;
+	const counts = summary ? `${summary.passed} passed, ${summary.failed} failed, ${summary.skipped} skipped` : `no result (exit ${code})`;
 	console.log(`compat: ${describe(profile)}: ${counts} in ${seconds(ms)}`);
 	for (const name of summary?.failures ?? []) console.log(`  failed: ${name}`);
 	for (const note of summary?.notes ?? []) console.log(`  note: ${note}`);

@@ -14,21 +14,8 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 
-import {
-	GENERATE,
-	assertErrorTexts,
-	errorsScenario,
-	modelCredential,
-} from '../e2e/agent-scenarios.mjs';
-import {
-	ERROR_CREDITS,
-	OPERATIONS,
-	emulatorCredential,
-	exampleWorkflows,
-	loadExample,
-	startTestEmulator,
-	waitFor,
-} from '../e2e/fixtures.mjs';
+import { GENERATE, assertErrorTexts, errorsScenario, modelCredential } from '../e2e/agent-scenarios.mjs';
+import { ERROR_CREDITS, OPERATIONS, emulatorCredential, exampleWorkflows, loadExample, startTestEmulator, waitFor } from '../e2e/fixtures.mjs';
 import {
 	executeWorkflow,
 	importCredential,
@@ -66,28 +53,14 @@ const profile = process.env.COMPAT_PROFILE || 'default';
 const { n8n: version, node: nodeVersion } = installPaths(profile).profile;
 const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
 /** The credential of the picker's account. */
-const PICKER = {
-	id: 'compatPickerCre1',
-	name: 'Image Pack (picker account)',
-	type: 'imagePackApi',
-};
+const PICKER = { id: 'compatPickerCre1', name: 'Image Pack (picker account)', type: 'imagePackApi' };
 const OWNER = { email: 'owner@example.com', password: 'Compat-Test-Password-1' };
 /** The keys of a failed item's `error`, on every version and both Continue settings. */
 const BATCH_EXAMPLE = 'scheduled-batch-generation.json';
-const ERROR_KEYS = [
-	'message',
-	'code',
-	'httpStatus',
-	'requestId',
-	'charge',
-	'sessionId',
-	'parameter',
-	'apiMessage',
-];
+const ERROR_KEYS = ['message', 'code', 'httpStatus', 'requestId', 'charge', 'sessionId', 'parameter', 'apiMessage'];
 /** Seconds from the trigger's activation to its first timed poll: after the REST tests, before long. */
 const FIRST_POLL_AFTER_S = Number(process.env.COMPAT_FIRST_POLL_AFTER_S ?? 20);
-const log = (message) =>
-	process.env.E2E_QUIET || process.stderr.write(`[compat ${version}] ${message}\n`);
+const log = (message) => process.env.E2E_QUIET || process.stderr.write(`[compat ${version}] ${message}\n`);
 
 describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.versions.node})`, () => {
 	let emulator;
@@ -109,36 +82,17 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 		const pickerAccount = await emulator.control.createAccount({});
 		const { key } = await emulator.control.createKey({ accountId: pickerAccount.accountId });
 		await emulator.control.publishBulk({ accountId: pickerAccount.accountId, count: 60 });
-		fixture.totes = await emulator.control.publish({
-			accountId: pickerAccount.accountId,
-			packId: 'pk_totes',
-		});
+		fixture.totes = await emulator.control.publish({ accountId: pickerAccount.accountId, packId: 'pk_totes' });
 		fixture.mugs = await emulator.control.publish({ packId: 'pk_mugs' });
 
-		userFolder = await prepareUserFolder({
-			tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()),
-			profile,
-		});
+		userFolder = await prepareUserFolder({ tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()), profile });
 		credential = emulatorCredential(emulator);
 		agent = agentWorkflow({ credential, model, known: shippedAiNodes(installPaths(profile).dir) });
 		const pickerCredential = { ...PICKER, data: { baseUrl: emulator.baseUrl, apiKey: key } };
-		await importCredential(
-			userFolder.dir,
-			[credential, pickerCredential, modelCredential(model)],
-			options,
-		);
-		const workflows = [
-			generateWorkflow(),
-			...ERROR_SETTINGS.map((setting) => errorsWorkflow(setting, fixture)),
-			retryWorkflow(),
-			loadExample(BATCH_EXAMPLE),
-		]; // the example as shipped: it imports by CLI on every version
+		await importCredential(userFolder.dir, [credential, pickerCredential, modelCredential(model)], options);
+		const workflows = [generateWorkflow(), ...ERROR_SETTINGS.map((setting) => errorsWorkflow(setting, fixture)), retryWorkflow(), loadExample(BATCH_EXAMPLE)]; // the example as shipped: it imports by CLI on every version
 		if (!agent.missing.length) workflows.push(agent.workflow);
-		await importWorkflow(
-			userFolder.dir,
-			workflows.map((workflow) => withCredential(workflow, credential)),
-			options,
-		);
+		await importWorkflow(userFolder.dir, workflows.map((workflow) => withCredential(workflow, credential)), options);
 	});
 
 	after(async () => {
@@ -180,25 +134,15 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 			}
 			const files = await emulator.control.requests({ listener: 'files' });
 			assert.equal(files.length, 2);
-			assert.ok(
-				files.every((entry) => entry.headers.authorization === undefined),
-				'the key never goes to the signed links',
-			);
+			assert.ok(files.every((entry) => entry.headers.authorization === undefined), 'the key never goes to the signed links');
 		});
 
 		const errorRun = (setting) =>
 			runOnce(setting, async () => {
 				const result = await execute(WORKFLOW_IDS.errors(setting), { credits: ERROR_CREDITS });
 				assert.ok(result.ok, result.stdout + result.stderr);
-				assert.ok(
-					!JSON.stringify(result.run).includes(emulator.apiKey),
-					'the key never in the run',
-				);
-				return {
-					result,
-					generations: await emulator.control.requests({ route: 'generate' }),
-					account: await emulator.control.getAccount(emulator.accountId),
-				};
+				assert.ok(!JSON.stringify(result.run).includes(emulator.apiKey), 'the key never in the run');
+				return { result, generations: await emulator.control.requests({ route: 'generate' }), account: await emulator.control.getAccount(emulator.accountId) };
 			});
 		const paired = (items) => items.map((item) => item.pairedItem?.item);
 
@@ -217,36 +161,18 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 				const { result, generations, account } = await errorRun('continueErrorOutput');
 				const success = result.nodeOutput(operation, 0);
 				const failed = result.nodeOutput(operation, 1);
-				assert.deepEqual(
-					[...new Set(paired(success))],
-					[0, 2],
-					`good items in input order: ${JSON.stringify(success).slice(0, 800)}`,
-				);
-				assert.ok(
-					success.every((item) => !('error' in item.json)),
-					JSON.stringify(success).slice(0, 800),
-				);
+				assert.deepEqual([...new Set(paired(success))], [0, 2], `good items in input order: ${JSON.stringify(success).slice(0, 800)}`);
+				assert.ok(success.every((item) => !('error' in item.json)), JSON.stringify(success).slice(0, 800));
 				assert.equal(failed.length, 1, JSON.stringify(failed));
 				const [item] = failed;
 				assert.deepEqual(item.pairedItem, { item: 1 });
 				assert.equal(item.json.sku, 'SKU-1', 'n8n merges the input item’s fields in');
 				assertFacts(item.json.error, spec.facts);
 				if (operation === 'generate') {
-					assert.deepEqual(
-						generations.map((entry) => entry.status),
-						[200, 402, 200],
-					);
+					assert.deepEqual(generations.map((entry) => entry.status), [200, 402, 200]);
 					assert.equal(account.credits, ERROR_CREDITS - 12);
 				}
-				if (operation === 'get')
-					assert.deepEqual(
-						success.map((i) => [i.json.id, i.json.pack_id]),
-						[
-							[fixture.mine, 'pk_mine'],
-							[fixture.mine, 'pk_mine'],
-						],
-						'Get Publication by id',
-					);
+				if (operation === 'get') assert.deepEqual(success.map((i) => [i.json.id, i.json.pack_id]), [[fixture.mine, 'pk_mine'], [fixture.mine, 'pk_mine']], 'Get Publication by id');
 			});
 
 			it(`${operation}, Continue (regular output): all three in order, item 1 is { error } and nothing else`, async () => {
@@ -268,11 +194,7 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 				await emulator.control.clearFaults();
 				await emulator.control.clearRequests();
 				for (const [branch, { fault }] of Object.entries(RETRY_BRANCHES)) {
-					await emulator.control.injectFault({
-						route: 'generate',
-						...fault,
-						promptIncludes: retryPrompts(branch)[0],
-					});
+					await emulator.control.injectFault({ route: 'generate', ...fault, promptIncludes: retryPrompts(branch)[0] });
 				}
 				return executeWorkflow(userFolder.dir, WORKFLOW_IDS.retry, options);
 			});
@@ -281,55 +203,25 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 			const turns = await emulator.control.turns();
 			for (const branch of Object.keys(RETRY_BRANCHES)) {
 				const prompts = retryPrompts(branch);
-				const requests = prompts.map(
-					(prompt) => log.filter((entry) => entry.prompt === prompt).length,
-				);
-				const charged = prompts.map((prompt) =>
-					turns
-						.filter((turn) => turn.prompt === prompt)
-						.reduce((sum, turn) => sum + turn.charged, 0),
-				);
-				const paid = prompts.map((prompt) =>
-					turns
-						.filter((turn) => turn.prompt === prompt && turn.status === 'succeeded')
-						.map((turn) => turn.id),
-				);
+				const requests = prompts.map((prompt) => log.filter((entry) => entry.prompt === prompt).length);
+				const charged = prompts.map((prompt) => turns.filter((turn) => turn.prompt === prompt).reduce((sum, turn) => sum + turn.charged, 0));
+				const paid = prompts.map((prompt) => turns.filter((turn) => turn.prompt === prompt && turn.status === 'succeeded').map((turn) => turn.id));
 				const output = [...result.nodeOutput(branch, 0), ...result.nodeOutput(branch, 1)];
 				const delivered = output.map((item) => item.json.turn_id ?? null).filter(Boolean);
 				if (branch === 'dropped') {
 					// Generated and charged, its answer lost: never sent again, reported as may have been charged.
 					assert.deepEqual(requests, [1, 1, 1], `${branch}: requests per item`);
-					assert.deepEqual(
-						charged,
-						[RETRY_PRICE, RETRY_PRICE, RETRY_PRICE],
-						`${branch}: charged per item`,
-					);
+					assert.deepEqual(charged, [RETRY_PRICE, RETRY_PRICE, RETRY_PRICE], `${branch}: charged per item`);
 					const failed = output.filter((item) => item.json.error);
 					assert.equal(failed.length, 1, JSON.stringify(output).slice(0, 800));
 					assert.equal(failed[0].json.error.charge, 'may_have_been_charged');
-					assert.deepEqual(
-						delivered,
-						paid.slice(1).flat(),
-						`${branch}: every paid answer is in the output`,
-					);
+					assert.deepEqual(delivered, paid.slice(1).flat(), `${branch}: every paid answer is in the output`);
 				} else {
 					// Refused before any work: sent again by the next try, each item paid once and delivered.
 					assert.deepEqual(requests, [2, 1, 1], `${branch}: requests per item`);
-					assert.deepEqual(
-						charged,
-						[RETRY_PRICE, RETRY_PRICE, RETRY_PRICE],
-						`${branch}: charged per item`,
-					);
-					assert.deepEqual(
-						result.nodeOutput(branch, 1),
-						[],
-						`${branch}: nothing on the error output`,
-					);
-					assert.deepEqual(
-						delivered,
-						paid.flat(),
-						`${branch}: every paid answer is in the output, in order`,
-					);
+					assert.deepEqual(charged, [RETRY_PRICE, RETRY_PRICE, RETRY_PRICE], `${branch}: charged per item`);
+					assert.deepEqual(result.nodeOutput(branch, 1), [], `${branch}: nothing on the error output`);
+					assert.deepEqual(delivered, paid.flat(), `${branch}: every paid answer is in the output, in order`);
 				}
 			}
 		});
@@ -339,10 +231,7 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 			// was { error: { … } }, n8n before 2.36 sent the failed product to Save results.
 			const result = await execute('ipxBatchGenerate', { credits: 64 });
 			assert.ok(result.ok, result.stdout + result.stderr);
-			assert.deepEqual(
-				result.nodeOutput('Save results').map((row) => row.json.sku),
-				['MUG-001', 'TOTE-002'],
-			);
+			assert.deepEqual(result.nodeOutput('Save results').map((row) => row.json.sku), ['MUG-001', 'TOTE-002']);
 			const failed = result.nodeOutput('Retry later').map((row) => row.json);
 			assert.equal(failed.length, 1, JSON.stringify(failed));
 			assert.equal(failed[0].sku, 'LAMP-003');
@@ -354,16 +243,12 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 
 		it('the AI Agent tool: a failing tool call’s text reaches the model', async (t) => {
 			if (agent.missing.length) return t.skip(`n8n ${version} lacks ${agent.missing.join(', ')}`);
-			if (agent.changed.length)
-				t.diagnostic(`node versions fitted to n8n ${version}: ${agent.changed.join(', ')}`);
+			if (agent.changed.length) t.diagnostic(`node versions fitted to n8n ${version}: ${agent.changed.join(', ')}`);
 			const result = await execute(WORKFLOW_IDS.agent, { credits: 5 });
 			assert.ok(result.ok, result.stdout + result.stderr);
 			const requests = model.forScenario('errors');
 			const { TOOL_DESCRIPTIONS } = await import('../../nodes/ImagePack/actions/tool.ts');
-			assert.equal(
-				requests[0].tools.find((tool) => tool.name === GENERATE)?.description,
-				TOOL_DESCRIPTIONS.generate,
-			);
+			assert.equal(requests[0].tools.find((tool) => tool.name === GENERATE)?.description, TOOL_DESCRIPTIONS.generate);
 			const generations = await emulator.control.requests({ route: 'generate' });
 			await assertErrorTexts({ results: requests.at(-1).results, generations, emulator });
 			assert.match(result.nodeOutput('AI Agent')[0].json.output, /insufficient_credits/);
@@ -376,19 +261,10 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 		let triggerId;
 
 		before(async () => {
-			n8n = await startN8n({
-				userFolder: userFolder.dir,
-				profile,
-				echo: !!process.env.E2E_ECHO,
-				env: { N8N_SECURE_COOKIE: 'false' },
-			});
+			n8n = await startN8n({ userFolder: userFolder.dir, profile, echo: !!process.env.E2E_ECHO, env: { N8N_SECURE_COOKIE: 'false' } });
 			session = await ownerSession(n8n.url, OWNER);
 			const second = (Math.floor(Date.now() / 1000) + FIRST_POLL_AFTER_S) % 60;
-			triggerId = await createActiveWorkflow(
-				session,
-				version,
-				withCredential(triggerWorkflow(second), credential),
-			);
+			triggerId = await createActiveWorkflow(session, version, withCredential(triggerWorkflow(second), credential));
 			log(`trigger workflow ${triggerId} active; timed polls at second ${second}`);
 		});
 
@@ -403,13 +279,10 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 			const answer = await session.get('/types/nodes.json');
 			assert.equal(answer.status, 200);
 			const known = knownVersions(answer.body);
-			for (const name of ['imagePack', 'imagePackTrigger', 'imagePackTool'])
-				assert.ok(known.has(`n8n-nodes-imagepack.${name}`), name);
+			for (const name of ['imagePack', 'imagePackTrigger', 'imagePackTool']) assert.ok(known.has(`n8n-nodes-imagepack.${name}`), name);
 			// The examples' other nodes: reported, since a version may lack one (the README says which).
 			const unknown = exampleWorkflows().flatMap(({ file, workflow }) =>
-				workflow.nodes
-					.filter((n) => !known.get(n.type)?.includes(n.typeVersion))
-					.map((n) => `${file}: ${n.type} v${n.typeVersion}`),
+				workflow.nodes.filter((n) => !known.get(n.type)?.includes(n.typeVersion)).map((n) => `${file}: ${n.type} v${n.typeVersion}`),
 			);
 			if (unknown.length) t.diagnostic(`example nodes n8n ${version} lacks: ${unknown.join('; ')}`);
 		});
@@ -428,11 +301,7 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 					nodeType: IMAGE_PACK,
 					path: 'parameters.publicationId',
 					methodName: 'searchPublications',
-					parameters: {
-						resource: 'publication',
-						operation: 'get',
-						publicationId: { __rl: true, mode: 'list', value: '' },
-					},
+					parameters: { resource: 'publication', operation: 'get', publicationId: { __rl: true, mode: 'list', value: '' } },
 					credentials: { imagePackApi: { id: PICKER.id, name: PICKER.name } },
 					...extra,
 				});
@@ -445,10 +314,7 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 			assert.equal(next.results.length, 11, 'the rest of the 61');
 			assert.equal(next.paginationToken, undefined);
 			const found = await ask({ filter: 'totes' });
-			assert.deepEqual(
-				found.results.map((result) => result.value),
-				[String(fixture.totes.id)],
-			);
+			assert.deepEqual(found.results.map((result) => result.value), [String(fixture.totes.id)]);
 		});
 
 		it('Fetch Test Event (POST /rest/workflows/:id/run): the newest publication, the cursor left alone', async () => {
@@ -456,10 +322,7 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 			const cursor = await readStaticData(userFolder.dir, triggerId, options);
 			const executionId = await fetchTestEvent(session, version, triggerId, 'Trigger');
 			const execution = await waitFor(
-				async () =>
-					(await waitForFinishedExecutions(userFolder.dir, triggerId, 1, options)).find(
-						(e) => String(e.id) === executionId,
-					),
+				async () => (await waitForFinishedExecutions(userFolder.dir, triggerId, 1, options)).find((e) => String(e.id) === executionId),
 				{ timeoutMs: 60_000, what: `the manual execution ${executionId}` },
 			);
 			assert.equal(execution.mode, 'manual');
@@ -470,17 +333,11 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 
 		it('a timed poll of the active workflow emits the new publication once; the cursor is saved', async () => {
 			const late = await emulator.control.publish({ packId: 'pk_late' });
-			const polls = async () =>
-				(await readExecutions(userFolder.dir, triggerId, options)).filter(
-					(e) => e.mode === 'trigger',
-				);
-			const emitted = await waitFor(
-				async () => {
-					const list = await polls();
-					return list.length >= 2 && list.every(isFinished) && list;
-				},
-				{ timeoutMs: 150_000, intervalMs: 1000, what: 'the timed poll' },
-			);
+			const polls = async () => (await readExecutions(userFolder.dir, triggerId, options)).filter((e) => e.mode === 'trigger');
+			const emitted = await waitFor(async () => {
+				const list = await polls();
+				return list.length >= 2 && list.every(isFinished) && list;
+			}, { timeoutMs: 150_000, intervalMs: 1000, what: 'the timed poll' });
 			assert.deepEqual(emitted.map(triggerIds), [[fixture.mine, fixture.mugs.id], [late.id]]);
 			const state = (await readStaticData(userFolder.dir, triggerId, options))?.['node:Trigger'];
 			assert.ok(state?.cursor >= late.id, JSON.stringify(state));
@@ -489,27 +346,13 @@ describe(`n8n ${version} (profile ${profile}, Node ${nodeVersion ?? process.vers
 		it('after a restart the trigger goes on from its saved cursor: the next publication once, nothing twice', async () => {
 			await n8n.stop();
 			const next = await emulator.control.publish({ packId: 'pk_after_restart' });
-			n8n = await startN8n({
-				userFolder: userFolder.dir,
-				profile,
-				echo: !!process.env.E2E_ECHO,
-				env: { N8N_SECURE_COOKIE: 'false' },
-			});
-			const delivered = await waitFor(
-				async () => {
-					const list = (await readExecutions(userFolder.dir, triggerId, options)).filter(
-						(e) => e.mode === 'trigger',
-					);
-					const ids = list.every(isFinished) ? list.flatMap(triggerIds) : [];
-					return ids.includes(next.id) && ids;
-				},
-				{ timeoutMs: 150_000, intervalMs: 1000, what: 'a poll after the restart' },
-			);
-			assert.deepEqual(
-				[...delivered].sort((a, b) => a - b),
-				[...new Set(delivered)].sort((a, b) => a - b),
-				'nothing delivered twice',
-			);
+			n8n = await startN8n({ userFolder: userFolder.dir, profile, echo: !!process.env.E2E_ECHO, env: { N8N_SECURE_COOKIE: 'false' } });
+			const delivered = await waitFor(async () => {
+				const list = (await readExecutions(userFolder.dir, triggerId, options)).filter((e) => e.mode === 'trigger');
+				const ids = list.every(isFinished) ? list.flatMap(triggerIds) : [];
+				return ids.includes(next.id) && ids;
+			}, { timeoutMs: 150_000, intervalMs: 1000, what: 'a poll after the restart' });
+			assert.deepEqual([...delivered].sort((a, b) => a - b), [...new Set(delivered)].sort((a, b) => a - b), 'nothing delivered twice');
 			assert.equal(delivered.at(-1), next.id);
 		});
 	});

@@ -17,16 +17,8 @@ export async function prepareUserFolder({ tarball, profile = 'default' }) {
 	const dir = tempDir('user');
 	const registry = await startRegistry({ tarball });
 	try {
-		const installed = await installByHand({
-			registry,
-			nodeBin: installPaths(profile).nodeBin,
-			dir,
-		});
-		assert.equal(
-			installed.code,
-			0,
-			`npm install failed:\n${installed.stdout}\n${installed.stderr}`,
-		);
+		const installed = await installByHand({ registry, nodeBin: installPaths(profile).nodeBin, dir });
+		assert.equal(installed.code, 0, `npm install failed:\n${installed.stdout}\n${installed.stderr}`);
 		assert.deepEqual(installed.modules, [registry.name], 'the package lands alone');
 		fs.rmSync(path.join(dir, 'npm-cache'), { recursive: true, force: true });
 		return {

@@ -26,25 +26,18 @@ export const RETRY_BRANCHES = {
 	errorOutput: { onError: 'continueErrorOutput', fault: { kind: 'status', status: 500 } },
 	dropped: { onError: 'continueRegularOutput', fault: { kind: 'reset', when: 'after' } },
 };
-export const retryPrompts = (branch) =>
-	['first', 'second', 'third'].map((word) => `${branch} ${word}`);
+export const retryPrompts = (branch) => ['first', 'second', 'third'].map((word) => `${branch} ${word}`);
 
 export const WORKFLOW_IDS = {
 	generate: 'compatGenerate01',
-	errors: (setting) =>
-		`compatErr${setting === 'continueErrorOutput' ? 'Out' : 'Reg'}`.padEnd(16, '0'),
+	errors: (setting) => `compatErr${setting === 'continueErrorOutput' ? 'Out' : 'Reg'}`.padEnd(16, '0'),
 	retry: 'compatRetryCof01',
 	agent: 'compatAgentErr01',
 	trigger: 'compatTrigger001',
 };
 
 const rows = (name, list) =>
-	node(
-		name,
-		'n8n-nodes-base.code',
-		{ jsCode: `return ${JSON.stringify(list)}.map((json) => ({ json }));` },
-		{ typeVersion: 2 },
-	);
+	node(name, 'n8n-nodes-base.code', { jsCode: `return ${JSON.stringify(list)}.map((json) => ({ json }));` }, { typeVersion: 2 });
 
 /**
  * A Manual Trigger feeding several branches, each a row of nodes: { branchName: [node, …] }. Node
@@ -56,18 +49,9 @@ export function fanOut(id, name, branches) {
 	Object.values(branches).forEach((list, row) => {
 		list.forEach((n, column) => nodes.push({ ...n, position: [(column + 1) * 220, row * 200] }));
 		connections.Run.main[0].push({ node: list[0].name, type: 'main', index: 0 });
-		for (let i = 0; i < list.length - 1; i++)
-			connections[list[i].name] = { main: [[{ node: list[i + 1].name, type: 'main', index: 0 }]] };
+		for (let i = 0; i < list.length - 1; i++) connections[list[i].name] = { main: [[{ node: list[i + 1].name, type: 'main', index: 0 }]] };
 	});
-	return {
-		id,
-		name,
-		versionId: randomUUID(),
-		active: false,
-		nodes,
-		connections,
-		settings: { executionOrder: 'v1' },
-	};
+	return { id, name, versionId: randomUUID(), active: false, nodes, connections, settings: { executionOrder: 'v1' } };
 }
 
 export function generateWorkflow() {
@@ -90,10 +74,7 @@ export function generateWorkflow() {
 export function errorsWorkflow(setting, fixture) {
 	const branches = {};
 	for (const [operation, spec] of Object.entries(OPERATIONS)) {
-		branches[operation] = [
-			rows(`Rows ${operation}`, spec.rows(fixture)),
-			node(operation, IMAGE_PACK, spec.parameters, { onError: setting }),
-		];
+		branches[operation] = [rows(`Rows ${operation}`, spec.rows(fixture)), node(operation, IMAGE_PACK, spec.parameters, { onError: setting })];
 	}
 	return fanOut(WORKFLOW_IDS.errors(setting), `compat: every operation under ${setting}`, branches);
 }
@@ -111,17 +92,9 @@ export function retryWorkflow() {
 			options: { downloadImages: false },
 		};
 		branches[branch] = [
-			rows(
-				`Rows ${branch}`,
-				retryPrompts(branch).map((prompt) => ({ prompt })),
-			),
+			rows(`Rows ${branch}`, retryPrompts(branch).map((prompt) => ({ prompt }))),
 			// n8n reads a wait of 0 as "not set" (1 s): 10 ms keeps the run short.
-			node(branch, IMAGE_PACK, generate, {
-				onError,
-				retryOnFail: true,
-				maxTries: 3,
-				waitBetweenTries: 10,
-			}),
+			node(branch, IMAGE_PACK, generate, { onError, retryOnFail: true, maxTries: 3, waitBetweenTries: 10 }),
 		];
 	}
 	return fanOut(WORKFLOW_IDS.retry, 'compat: Retry On Fail under Continue On Fail', branches);
@@ -159,15 +132,7 @@ export const LANGCHAIN = '@n8n/n8n-nodes-langchain.';
 
 /** The AI nodes an n8n install ships (its n8n-nodes-langchain's types/nodes.json), without starting it. */
 export function shippedAiNodes(installDir) {
-	const file = path.join(
-		installDir,
-		'node_modules',
-		'@n8n',
-		'n8n-nodes-langchain',
-		'dist',
-		'types',
-		'nodes.json',
-	);
+	const file = path.join(installDir, 'node_modules', '@n8n', 'n8n-nodes-langchain', 'dist', 'types', 'nodes.json');
 	return knownVersions(JSON.parse(fs.readFileSync(file, 'utf8')), LANGCHAIN);
 }
 

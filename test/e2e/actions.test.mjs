@@ -7,22 +7,8 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 
-import {
-	chain,
-	emulatorCredential,
-	loadExample,
-	node,
-	startTestEmulator,
-	withCredential,
-} from './fixtures.mjs';
-import {
-	createUserFolder,
-	executeWorkflow,
-	importCredential,
-	importWorkflow,
-	packPackage,
-	readBinary,
-} from './n8n.mjs';
+import { chain, emulatorCredential, loadExample, node, startTestEmulator, withCredential } from './fixtures.mjs';
+import { createUserFolder, executeWorkflow, importCredential, importWorkflow, packPackage, readBinary } from './n8n.mjs';
 
 const IMAGE_PACK = 'n8n-nodes-imagepack.imagePack';
 const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
@@ -30,12 +16,7 @@ const generate = (name, parameters, extra) =>
 	node(name, IMAGE_PACK, { resource: 'image', operation: 'generate', ...parameters }, extra);
 /** A Code node that outputs the given rows as items. */
 const rows = (name, list) =>
-	node(
-		name,
-		'n8n-nodes-base.code',
-		{ jsCode: `return ${JSON.stringify(list)}.map((json) => ({ json }));` },
-		{ typeVersion: 2 },
-	);
+	node(name, 'n8n-nodes-base.code', { jsCode: `return ${JSON.stringify(list)}.map((json) => ({ json }));` }, { typeVersion: 2 });
 
 describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 	let emulator;
@@ -58,36 +39,20 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 		const { control } = emulator;
 		// Publications: #1 schemaVersion 3, #2 schemaVersion 2 with one image deleted by the seller, #3 v3.
 		const first = await control.publish({ packId: 'pk_mugs' });
-		const second = await control.publish({
-			packId: 'pk_totes',
-			schemaVersion: 2,
-			publishedAt: Date.parse('2026-08-01T00:00:00Z'),
-		});
+		const second = await control.publish({ packId: 'pk_totes', schemaVersion: 2, publishedAt: Date.parse('2026-08-01T00:00:00Z') });
 		const deleted = second.manifest.slots[1].items[0].imageId;
 		await control.deleteImage(deleted);
 		const third = await control.publish({ packId: 'pk_mugs' });
 		publications = { first, second, third, deleted };
-		[seededImage] = (
-			await control.seedImages({ count: 1, ratio: '16:9', resolution: '1K' })
-		).images;
+		[seededImage] = (await control.seedImages({ count: 1, ratio: '16:9', resolution: '1K' })).images;
 
 		const credential = emulatorCredential(emulator);
 		const workflows = [
 			chain(ids.generate, 'e2e: generate with binaries', [
-				generate('Generate', {
-					prompt: 'A white ceramic mug on an oak table',
-					model: 'nano-banana-2',
-					ratio: '1:1',
-					resolution: '2K',
-					n: 2,
-				}),
+				generate('Generate', { prompt: 'A white ceramic mug on an oak table', model: 'nano-banana-2', ratio: '1:1', resolution: '2K', n: 2 }),
 			]),
 			chain(ids.refine, 'e2e: generate then refine', [
-				generate('Generate', {
-					prompt: 'A canvas tote bag',
-					n: 1,
-					options: { downloadImages: false },
-				}),
+				generate('Generate', { prompt: 'A canvas tote bag', n: 1, options: { downloadImages: false } }),
 				generate('Refine', {
 					prompt: 'Same bag, with a navy blue strap',
 					referenceImageIds: '={{ $json.images }}',
@@ -113,56 +78,31 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 				node('Picked', IMAGE_PACK, {
 					resource: 'publication',
 					operation: 'get',
-					publicationId: {
-						__rl: true,
-						mode: 'list',
-						value: String(third.id),
-						cachedResultName: `#${third.id} · pk_mugs v2`,
-					},
+					publicationId: { __rl: true, mode: 'list', value: String(third.id), cachedResultName: `#${third.id} · pk_mugs v2` },
 				}),
 			]),
 			chain(ids.getMany, 'e2e: get many publications', [
-				node('Get Many', IMAGE_PACK, {
-					resource: 'publication',
-					operation: 'getMany',
-					sinceId: first.id,
-					returnAll: true,
-				}),
+				node('Get Many', IMAGE_PACK, { resource: 'publication', operation: 'getMany', sinceId: first.id, returnAll: true }),
 			]),
 			chain(ids.download, 'e2e: download file', [
-				node('Download', IMAGE_PACK, {
-					resource: 'file',
-					operation: 'download',
-					fileUrl: seededImage.url,
-					binaryPropertyName: 'photo',
-				}),
+				node('Download', IMAGE_PACK, { resource: 'file', operation: 'download', fileUrl: seededImage.url, binaryPropertyName: 'photo' }),
 			]),
 			chain(ids.validation, 'e2e: validation failure', [
 				rows('Rows', [{ ratio: '1:1' }, { ratio: '4:5' }]),
-				generate('Generate', {
-					prompt: 'A brass desk lamp',
-					model: 'seedream-5-0-pro',
-					ratio: '={{ $json.ratio }}',
-				}),
+				generate('Generate', { prompt: 'A brass desk lamp', model: 'seedream-5-0-pro', ratio: '={{ $json.ratio }}' }),
 			]),
 			chain(ids.continueOnFail, 'e2e: API error with Continue On Fail', [
 				rows('Rows', [{ session: '' }, { session: 's_0000000000000000' }]),
 				generate(
 					'Generate',
-					{
-						prompt: 'A green glass vase',
-						sessionId: '={{ $json.session }}',
-						options: { downloadImages: false },
-					},
+					{ prompt: 'A green glass vase', sessionId: '={{ $json.session }}', options: { downloadImages: false } },
 					{ onError: 'continueRegularOutput' },
 				),
 			]),
 			loadExample('scheduled-batch-generation.json'),
 		].map((workflow) => withCredential(workflow, credential));
 
-		userFolder = await createUserFolder({
-			tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()),
-		});
+		userFolder = await createUserFolder({ tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()) });
 		await importCredential(userFolder.dir, credential);
 		await importWorkflow(userFolder.dir, workflows);
 	});
@@ -196,26 +136,16 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 			assert.equal(binary.mimeType, 'image/png');
 			assert.equal(binary.fileExtension, 'png');
 			const bytes = readBinary(userFolder.dir, binary);
-			assert.equal(
-				sha256(bytes),
-				stored.get(image.id).sha256,
-				'the bytes n8n stored are the emulator’s file',
-			);
+			assert.equal(sha256(bytes), stored.get(image.id).sha256, 'the bytes n8n stored are the emulator’s file');
 			assert.equal(bytes.readUInt32BE(16), 2048);
 		}
 		// The key goes to the API (generate + the file endpoint), never to the signed-link host.
 		const api = await emulator.control.requests({ listener: 'api' });
-		assert.deepEqual(
-			api.map((entry) => entry.route),
-			['generate', 'file', 'file'],
-		);
+		assert.deepEqual(api.map((entry) => entry.route), ['generate', 'file', 'file']);
 		assert.ok(api.every((entry) => entry.headers.authorization === `Bearer ${emulator.apiKey}`));
 		const files = await emulator.control.requests({ listener: 'files' });
 		assert.equal(files.length, 2);
-		assert.ok(
-			files.every((entry) => entry.status === 200 && entry.headers.authorization === undefined),
-			JSON.stringify(files),
-		);
+		assert.ok(files.every((entry) => entry.status === 200 && entry.headers.authorization === undefined), JSON.stringify(files));
 	});
 
 	it('generate → refine: the second node uses the first one’s images and session', async () => {
@@ -226,10 +156,7 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 		assert.equal(refined.json.session_id, first.json.session_id);
 		assert.equal(refined.binary, undefined);
 		const [, refine] = (await emulator.control.turns()).slice(-2);
-		assert.deepEqual(
-			refine.refImageIds,
-			first.json.images.map((image) => image.id),
-		);
+		assert.deepEqual(refine.refImageIds, first.json.images.map((image) => image.id));
 		assert.equal(refine.sessionId, first.json.session_id);
 		assert.equal(refine.prompt, 'Same bag, with a navy blue strap');
 	});
@@ -242,10 +169,7 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 		assert.equal(item.json.id, second.id);
 		assert.equal(item.json.pack_id, 'pk_totes');
 		assert.equal(item.json.manifest.schemaVersion, 2);
-		assert.deepEqual(
-			item.json.manifest.slots.map((slot) => slot.slotId),
-			second.manifest.slots.map((slot) => slot.slotId),
-		);
+		assert.deepEqual(item.json.manifest.slots.map((slot) => slot.slotId), second.manifest.slots.map((slot) => slot.slotId));
 		const { normalized } = item.json;
 		assert.equal(normalized.schemaVersion, 2);
 		assert.equal(normalized.deletedImages, 1);
@@ -273,17 +197,8 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 		const result = await execute(ids.getMany);
 		assert.ok(result.ok, result.stdout + result.stderr);
 		const items = result.nodeOutput('Get Many').map((item) => item.json);
-		assert.deepEqual(
-			items.map((record) => record.id),
-			[publications.second.id, publications.third.id],
-		);
-		assert.deepEqual(
-			items.map((record) => [record.pack_id, record.version]),
-			[
-				['pk_totes', 1],
-				['pk_mugs', 2],
-			],
-		);
+		assert.deepEqual(items.map((record) => record.id), [publications.second.id, publications.third.id]);
+		assert.deepEqual(items.map((record) => [record.pack_id, record.version]), [['pk_totes', 1], ['pk_mugs', 2]]);
 		assert.ok(items.every((record) => !('manifest' in record)));
 	});
 
@@ -297,13 +212,7 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 		assert.equal(binary.fileName, seededImage.filename);
 		assert.equal(sha256(readBinary(userFolder.dir, binary)), seededImage.sha256);
 		const log = await emulator.control.requests();
-		assert.deepEqual(
-			log.map((entry) => [entry.listener, entry.status]),
-			[
-				['api', 302],
-				['files', 200],
-			],
-		);
+		assert.deepEqual(log.map((entry) => [entry.listener, entry.status]), [['api', 302], ['files', 200]]);
 		assert.equal(log[0].headers.authorization, `Bearer ${emulator.apiKey}`);
 		assert.equal(log[1].headers.authorization, undefined);
 	});
@@ -331,10 +240,7 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 			const result = await execute('ipxBatchGenerate');
 			assert.ok(result.ok, result.stdout + result.stderr);
 			const saved = result.nodeOutput('Save results').map((item) => item.json);
-			assert.deepEqual(
-				saved.map((row) => row.sku),
-				['MUG-001', 'TOTE-002', 'LAMP-003'],
-			);
+			assert.deepEqual(saved.map((row) => row.sku), ['MUG-001', 'TOTE-002', 'LAMP-003']);
 			for (const row of saved) {
 				assert.equal(row.credits_charged, 32);
 				assert.equal(row.files.split(', ').length, 2);
@@ -347,10 +253,7 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 			// Concurrency 2: the first two generations ran at the same time, the third after one of them.
 			const [a, b, c] = [...turns].sort((x, y) => x.createdAt - y.createdAt);
 			assert.ok(b.createdAt < a.createdAt + a.durationMs, 'two generations overlap');
-			assert.ok(
-				c.createdAt >= Math.min(a.createdAt + a.durationMs, b.createdAt + b.durationMs) - 50,
-				'never three at once',
-			);
+			assert.ok(c.createdAt >= Math.min(a.createdAt + a.durationMs, b.createdAt + b.durationMs) - 50, 'never three at once');
 		} finally {
 			await emulator.control.setLatency('generate', 0);
 		}
@@ -362,10 +265,7 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 		try {
 			const result = await execute('ipxBatchGenerate');
 			assert.ok(result.ok, result.stdout + result.stderr);
-			assert.deepEqual(
-				result.nodeOutput('Save results').map((row) => row.json.sku),
-				['MUG-001', 'TOTE-002'],
-			);
+			assert.deepEqual(result.nodeOutput('Save results').map((row) => row.json.sku), ['MUG-001', 'TOTE-002']);
 			const [failed, ...more] = result.nodeOutput('Retry later').map((row) => row.json);
 			assert.equal(more.length, 0);
 			assert.equal(failed.sku, 'LAMP-003');
@@ -389,11 +289,7 @@ describe('action node in n8n 2.41.1 (n8n execute against the emulator)', () => {
 		assert.equal(bad.json.error.httpStatus, 404);
 		assert.equal(bad.json.error.charge, 'not_charged');
 		assert.match(bad.json.error.requestId, /^req_/);
-		assert.doesNotMatch(
-			bad.json.error.message,
-			/[\u4e00-\u9fff]/,
-			'English, not the API’s Chinese message',
-		);
+		assert.doesNotMatch(bad.json.error.message, /[\u4e00-\u9fff]/, 'English, not the API’s Chinese message');
 		assert.deepEqual(bad.pairedItem, { item: 1 });
 	});
 });

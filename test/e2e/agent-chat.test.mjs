@@ -14,23 +14,9 @@ import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 
-import {
-	GENERATE,
-	conversationScenario,
-	earlierImages,
-	lastResult,
-	modelCredential,
-	publicChatExample,
-} from './agent-scenarios.mjs';
+import { GENERATE, conversationScenario, earlierImages, lastResult, modelCredential, publicChatExample } from './agent-scenarios.mjs';
 import { emulatorCredential, startTestEmulator, waitFor } from './fixtures.mjs';
-import {
-	createUserFolder,
-	importCredential,
-	importWorkflow,
-	packPackage,
-	publishWorkflow,
-	startN8n,
-} from './n8n.mjs';
+import { createUserFolder, importCredential, importWorkflow, packPackage, publishWorkflow, startN8n } from './n8n.mjs';
 import { startScriptedModel } from './scripted-model.mjs';
 
 const WORKFLOW = 'e2eAgentChat0001';
@@ -44,33 +30,19 @@ describe('AI Agent chat in n8n 2.41.1: images the chat can show, a conversation 
 	let toolDescriptions;
 
 	before(async () => {
-		({ TOOL_DESCRIPTIONS: toolDescriptions } = await import(
-			'../../nodes/ImagePack/actions/tool.ts'
-		));
+		({ TOOL_DESCRIPTIONS: toolDescriptions } = await import('../../nodes/ImagePack/actions/tool.ts'));
 		emulator = await startTestEmulator();
-		model = await startScriptedModel({
-			scenarios: { conversation: conversationScenario },
-			defaultScenario: 'conversation',
-		});
-		userFolder = await createUserFolder({
-			tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()),
-		});
+		model = await startScriptedModel({ scenarios: { conversation: conversationScenario }, defaultScenario: 'conversation' });
+		userFolder = await createUserFolder({ tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()) });
 		const credential = emulatorCredential(emulator);
 		await importCredential(userFolder.dir, [credential, modelCredential(model)]);
-		await importWorkflow(
-			userFolder.dir,
-			publicChatExample({ id: WORKFLOW, webhookId, credential, model }),
-		);
+		await importWorkflow(userFolder.dir, publicChatExample({ id: WORKFLOW, webhookId, credential, model }));
 		await publishWorkflow(userFolder.dir, WORKFLOW);
 		n8n = await startN8n({ userFolder: userFolder.dir });
 		await waitFor(
 			async () => {
 				// Asks for nothing but the (unsupported) earlier session: no execution starts.
-				const response = await fetch(chatUrl(), {
-					method: 'POST',
-					headers: { 'content-type': 'application/json' },
-					body: JSON.stringify({ action: 'loadPreviousSession', sessionId: 'probe' }),
-				});
+				const response = await fetch(chatUrl(), { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ action: 'loadPreviousSession', sessionId: 'probe' }) });
 				await response.arrayBuffer();
 				return response.status !== 404; // right after the start the webhook is not registered yet
 			},
@@ -106,54 +78,31 @@ describe('AI Agent chat in n8n 2.41.1: images the chat can show, a conversation 
 		const response = await fetch(url, { redirect: 'manual' });
 		assert.equal(response.status, 200, `${url} answered ${response.status}`);
 		assert.equal(response.headers.get('content-type'), 'image/png');
-		return createHash('sha256')
-			.update(Buffer.from(await response.arrayBuffer()))
-			.digest('hex');
+		return createHash('sha256').update(Buffer.from(await response.arrayBuffer())).digest('hex');
 	}
 
 	/** Every image of a Generate result has a link that serves it without the key, and the reply shows it. */
 	async function assertShown(result, reply) {
 		const stored = new Map((await emulator.control.images()).map((image) => [image.id, image]));
-		assert.deepEqual(
-			result.image_links.map((link) => link.id),
-			result.images.map((image) => image.id),
-		);
+		assert.deepEqual(result.image_links.map((link) => link.id), result.images.map((image) => image.id));
 		for (const link of result.image_links) {
 			assert.ok(!link.url.includes(emulator.apiKey), 'no key in the link');
-			assert.ok(
-				Date.parse(link.expires_at) > Date.now() + 50 * 60_000,
-				`expires_at ${link.expires_at}`,
-			);
+			assert.ok(Date.parse(link.expires_at) > Date.now() + 50 * 60_000, `expires_at ${link.expires_at}`);
 			assert.equal(await open(link.url), stored.get(link.id).sha256);
 			assert.ok(reply.includes(`](${link.url})`), 'the reply shows the image as Markdown');
 		}
-		assert.ok(
-			result.images.every((image) => image.url.startsWith('/api/file/')),
-			'the API answer stays as returned',
-		);
+		assert.ok(result.images.every((image) => image.url.startsWith('/api/file/')), 'the API answer stays as returned');
 	}
 
 	it('message 1 makes an image the chat can show; message 2 of the session refines it with the ids and session id from the history', async () => {
 		const session = `chat-${randomUUID()}`;
 		await emulator.control.reset();
 
-		const first = await chat(
-			session,
-			'Make a square photo of a green ceramic vase on a linen tablecloth',
-		);
+		const first = await chat(session, 'Make a square photo of a green ceramic vase on a linen tablecloth');
 		const [opening] = first.requests;
-		assert.match(
-			opening.system,
-			/Show every new image as a Markdown image: !\[short description\]\(its url from image_links\)/,
-		);
-		assert.equal(
-			opening.tools.find((tool) => tool.name === GENERATE).description,
-			toolDescriptions.generate,
-		);
-		assert.match(
-			toolDescriptions.generate,
-			/Show the user each image as Markdown !\[description\]\(its image_links url\).*links expire in an hour/,
-		);
+		assert.match(opening.system, /Show every new image as a Markdown image: !\[short description\]\(its url from image_links\)/);
+		assert.equal(opening.tools.find((tool) => tool.name === GENERATE).description, toolDescriptions.generate);
+		assert.match(toolDescriptions.generate, /Show the user each image as Markdown !\[description\]\(its image_links url\).*links expire in an hour/);
 		assert.deepEqual(opening.history, { messages: [], results: [] }, 'a new session starts empty');
 		const made = lastResult(first.results);
 		await assertShown(made, first.reply);
@@ -161,15 +110,8 @@ describe('AI Agent chat in n8n 2.41.1: images the chat can show, a conversation 
 		const second = await chat(session, 'Same vase, but with dried flowers in it');
 		const [remembered] = second.requests;
 		// What the scripted model read: the first message, its tool call and result, and the reply.
-		assert.deepEqual(
-			earlierImages(remembered.history).map((result) => result.images.map((image) => image.id)),
-			[made.images.map((image) => image.id)],
-		);
-		assert.ok(
-			remembered.history.messages.some(
-				(message) => message.role === 'assistant' && message.text === first.reply,
-			),
-		);
+		assert.deepEqual(earlierImages(remembered.history).map((result) => result.images.map((image) => image.id)), [made.images.map((image) => image.id)]);
+		assert.ok(remembered.history.messages.some((message) => message.role === 'assistant' && message.text === first.reply));
 		const refined = lastResult(second.results);
 		const call = second.results.at(-1).args;
 		assert.equal(call.referenceImageIds, made.images[0].id);

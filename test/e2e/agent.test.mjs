@@ -14,25 +14,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
-import {
-	GENERATE,
-	LOOKUP,
-	agentExample,
-	answer,
-	assertErrorTexts,
-	errorsScenario,
-	lastResult,
-	modelCredential,
-	newImage,
-} from './agent-scenarios.mjs';
+import { GENERATE, LOOKUP, agentExample, answer, assertErrorTexts, errorsScenario, lastResult, modelCredential, newImage } from './agent-scenarios.mjs';
 import { emulatorCredential, startTestEmulator } from './fixtures.mjs';
-import {
-	createUserFolder,
-	executeWorkflow,
-	importCredential,
-	importWorkflow,
-	packPackage,
-} from './n8n.mjs';
+import { createUserFolder, executeWorkflow, importCredential, importWorkflow, packPackage } from './n8n.mjs';
 import { startScriptedModel } from './scripted-model.mjs';
 
 const MISSING_PUBLICATION = 999_999;
@@ -48,25 +32,17 @@ describe('AI Agent tool in n8n 2.41.1 (scripted model, emulator)', () => {
 	const scenarios = {
 		// One generation, then a publication lookup and a missing one.
 		happy: ({ results }) => {
-			if (results.length === 0)
-				return { call: newImage('A green ceramic vase on a linen tablecloth, soft daylight') };
+			if (results.length === 0) return { call: newImage('A green ceramic vase on a linen tablecloth, soft daylight') };
 			if (results.length === 1) return { call: { name: LOOKUP, args: { publicationId } } };
-			if (results.length === 2)
-				return { call: { name: LOOKUP, args: { publicationId: MISSING_PUBLICATION } } };
+			if (results.length === 2) return { call: { name: LOOKUP, args: { publicationId: MISSING_PUBLICATION } } };
 			return answer(results);
 		},
 		// A new image, a refinement with its id and session, then a model that keeps generating until refused.
 		chain: ({ results }) => {
-			if (results.length === 0)
-				return { call: newImage('A green ceramic vase on a linen tablecloth') };
+			if (results.length === 0) return { call: newImage('A green ceramic vase on a linen tablecloth') };
 			const last = lastResult(results);
 			if (last.error) return answer(results);
-			const args = {
-				prompt: `The same vase, variant ${results.length}`,
-				ratio: '1:1',
-				referenceImageIds: last.images[0].id,
-				sessionId: last.session_id,
-			};
+			const args = { prompt: `The same vase, variant ${results.length}`, ratio: '1:1', referenceImageIds: last.images[0].id, sessionId: last.session_id };
 			return { call: { name: GENERATE, args } };
 		},
 		errors: errorsScenario,
@@ -80,19 +56,13 @@ describe('AI Agent tool in n8n 2.41.1 (scripted model, emulator)', () => {
 	};
 
 	before(async () => {
-		({ TOOL_DESCRIPTIONS: toolDescriptions } = await import(
-			'../../nodes/ImagePack/actions/tool.ts'
-		));
+		({ TOOL_DESCRIPTIONS: toolDescriptions } = await import('../../nodes/ImagePack/actions/tool.ts'));
 		emulator = await startTestEmulator();
 		model = await startScriptedModel({ scenarios });
-		userFolder = await createUserFolder({
-			tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()),
-		});
+		userFolder = await createUserFolder({ tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()) });
 		const credential = emulatorCredential(emulator);
 		await importCredential(userFolder.dir, [credential, modelCredential(model)]);
-		const workflows = Object.entries(runs).map(([name, run]) =>
-			agentExample({ ...run, scenario: run.scenario ?? name, credential, model }),
-		);
+		const workflows = Object.entries(runs).map(([name, run]) => agentExample({ ...run, scenario: run.scenario ?? name, credential, model }));
 		await importWorkflow(userFolder.dir, workflows);
 	});
 
@@ -107,17 +77,10 @@ describe('AI Agent tool in n8n 2.41.1 (scripted model, emulator)', () => {
 		await emulator.control.reset();
 		await prepare?.();
 		const result = await executeWorkflow(userFolder.dir, runs[name].id);
-		assert.ok(
-			result.ok,
-			`workflow ${name} failed (${result.code}): ${JSON.stringify(result.error)}\n${result.stderr.slice(-2000)}`,
-		);
+		assert.ok(result.ok, `workflow ${name} failed (${result.code}): ${JSON.stringify(result.error)}\n${result.stderr.slice(-2000)}`);
 		const scenario = runs[name].scenario ?? name;
 		const requests = model.forScenario(scenario).splice(0); // taken, so a later run of the scenario starts clean
-		model.requests.splice(
-			0,
-			model.requests.length,
-			...model.requests.filter((r) => r.scenario !== scenario),
-		);
+		model.requests.splice(0, model.requests.length, ...model.requests.filter((r) => r.scenario !== scenario));
 		return {
 			answer: result.nodeOutput('AI Agent')[0]?.json.output,
 			requests,
@@ -137,43 +100,19 @@ describe('AI Agent tool in n8n 2.41.1 (scripted model, emulator)', () => {
 		assert.equal(tools[GENERATE].description, toolDescriptions.generate);
 		assert.equal(tools[LOOKUP].description, toolDescriptions.get);
 		assert.match(tools[GENERATE].description, /nano-banana-2 12\/16\/23 at 1K\/2K\/4K/);
-		assert.deepEqual(Object.keys(tools[GENERATE].parameters.properties).sort(), [
-			'prompt',
-			'ratio',
-			'referenceImageIds',
-			'sessionId',
-		]);
+		assert.deepEqual(Object.keys(tools[GENERATE].parameters.properties).sort(), ['prompt', 'ratio', 'referenceImageIds', 'sessionId']);
 		assert.deepEqual(Object.keys(tools[LOOKUP].parameters.properties), ['publicationId']);
 
 		assert.equal(generations.length, 1, 'exactly one generation');
 		assert.equal(results.length, 3);
 		const generated = results[0].json[0];
-		assert.deepEqual(Object.keys(generated).sort(), [
-			'credit_budget',
-			'credits_charged',
-			'credits_estimated',
-			'duration_ms',
-			'image_links',
-			'images',
-			'ok',
-			'request_id',
-			'session_id',
-			'turn_id',
-			'warnings',
-		]);
+		assert.deepEqual(Object.keys(generated).sort(), ['credit_budget', 'credits_charged', 'credits_estimated', 'duration_ms', 'image_links', 'images', 'ok', 'request_id', 'session_id', 'turn_id', 'warnings']);
 		assert.equal(generated.credits_charged, 12);
 		assert.deepEqual(generated.credit_budget, { cap: 60, spent: 12, remaining: 48 });
 		assert.equal(generated.request_id, generations[0].requestId);
 		assert.match(generated.images[0].id, /^img_/);
-		assert.ok(
-			results[0].output.length < 1000,
-			`a compact result (${results[0].output.length} bytes)`,
-		);
-		assert.equal(
-			(await emulator.control.requests({ listener: 'files' })).length,
-			0,
-			'no downloads in tool mode',
-		);
+		assert.ok(results[0].output.length < 1000, `a compact result (${results[0].output.length} bytes)`);
+		assert.equal((await emulator.control.requests({ listener: 'files' })).length, 0, 'no downloads in tool mode');
 		// The image's link: resolved with the key (one GET, 302 read), served to anyone without it.
 		const [link] = generated.image_links;
 		assert.equal(link.id, generated.images[0].id);
@@ -191,10 +130,7 @@ describe('AI Agent tool in n8n 2.41.1 (scripted model, emulator)', () => {
 		assert.equal(found.pack_id, 'pk_vases');
 		assert.ok(Array.isArray(found.normalized.images));
 		assert.equal(missing.code, 'not_found');
-		assert.match(
-			missing.error,
-			/^Reading the publication failed: The publication does not exist or belongs to another account\. Error code: not_found, HTTP 404\. This operation never costs credits\./,
-		);
+		assert.match(missing.error, /^Reading the publication failed: The publication does not exist or belongs to another account\. Error code: not_found, HTTP 404\. This operation never costs credits\./);
 		assert.ok(answer.includes(generated.images[0].url), 'the final answer reached the chat');
 	});
 
@@ -211,10 +147,7 @@ describe('AI Agent tool in n8n 2.41.1 (scripted model, emulator)', () => {
 		assert.deepEqual(results[4].json[0].credit_budget, { cap: 60, spent: 60, remaining: 0 });
 		const refused = lastResult(results);
 		assert.equal(refused.code, 'credit_cap_reached');
-		assert.match(
-			refused.error,
-			/60 of 60 credits \(Max Credits per Execution\) are already spent or reserved, and this request could cost 12 more\. Error code: credit_cap_reached\. Nothing was sent and no credits were used\. Do not call again/,
-		);
+		assert.match(refused.error, /60 of 60 credits \(Max Credits per Execution\) are already spent or reserved, and this request could cost 12 more\. Error code: credit_cap_reached\. Nothing was sent and no credits were used\. Do not call again/);
 		assert.equal((await emulator.control.getAccount(emulator.accountId)).credits, 1_000_000 - 60);
 		assert.match(answer, /credit_cap_reached/);
 	});
@@ -228,10 +161,7 @@ describe('AI Agent tool in n8n 2.41.1 (scripted model, emulator)', () => {
 	it('AI Agent 2.2 (Chat Completions): the same errors reach the model, not an empty string', async () => {
 		const played = await play('errorsV2', () => emulator.control.setCredits(emulator.accountId, 5));
 		assert.equal(played.requests[0].api, 'chat', 'OpenAI Chat Model 1.2 uses Chat Completions');
-		assert.equal(
-			played.requests[0].tools.find((tool) => tool.name === GENERATE).description,
-			toolDescriptions.generate,
-		);
+		assert.equal(played.requests[0].tools.find((tool) => tool.name === GENERATE).description, toolDescriptions.generate);
 		await assertErrorTexts(played);
 		assert.match(played.answer, /insufficient_credits/);
 	});

@@ -8,32 +8,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
-import {
-	ERROR_CREDITS as CREDITS,
-	OPERATIONS,
-	chain,
-	emulatorCredential,
-	node,
-	startTestEmulator,
-	withCredential,
-} from './fixtures.mjs';
-import {
-	createUserFolder,
-	executeWorkflow,
-	importCredential,
-	importWorkflow,
-	packPackage,
-} from './n8n.mjs';
+import { ERROR_CREDITS as CREDITS, OPERATIONS, chain, emulatorCredential, node, startTestEmulator, withCredential } from './fixtures.mjs';
+import { createUserFolder, executeWorkflow, importCredential, importWorkflow, packPackage } from './n8n.mjs';
 
 const IMAGE_PACK = 'n8n-nodes-imagepack.imagePack';
 const SETTINGS = ['stopWorkflow', 'continueRegularOutput', 'continueErrorOutput'];
 const rows = (list) =>
-	node(
-		'Rows',
-		'n8n-nodes-base.code',
-		{ jsCode: `return ${JSON.stringify(list)}.map((json) => ({ json }));` },
-		{ typeVersion: 2 },
-	);
+	node('Rows', 'n8n-nodes-base.code', { jsCode: `return ${JSON.stringify(list)}.map((json) => ({ json }));` }, { typeVersion: 2 });
 
 /** A 16-character workflow id per operation and setting (n8n's form). */
 const id = (operation, setting) => `eo${setting.slice(8, 11) || 'Stp'}${operation}`.padEnd(16, '0');
@@ -80,13 +61,8 @@ describe('On Error settings in n8n 2.41.1: failed items and the error output', (
 		]);
 		workflows.push(withCredential(retry, credential));
 
-		userFolder = await createUserFolder({
-			tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()),
-		});
-		await importCredential(userFolder.dir, [
-			credential,
-			{ ...broken, data: { baseUrl: 'not a url', apiKey: emulator.apiKey } },
-		]);
+		userFolder = await createUserFolder({ tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()) });
+		await importCredential(userFolder.dir, [credential, { ...broken, data: { baseUrl: 'not a url', apiKey: emulator.apiKey } }]);
 		await importWorkflow(userFolder.dir, workflows);
 	});
 
@@ -112,10 +88,7 @@ describe('On Error settings in n8n 2.41.1: failed items and the error output', (
 			const success = result.nodeOutput('Image Pack', 0);
 			const failed = result.nodeOutput('Image Pack', 1);
 			assert.deepEqual([...new Set(paired(success))], [0, 2], 'good items in input order');
-			assert.ok(
-				success.every((item) => !('error' in item.json)),
-				JSON.stringify(success),
-			);
+			assert.ok(success.every((item) => !('error' in item.json)), JSON.stringify(success));
 			assert.equal(failed.length, 1, JSON.stringify(failed));
 			const [item] = failed;
 			assert.deepEqual(item.pairedItem, { item: 1 });
@@ -128,10 +101,7 @@ describe('On Error settings in n8n 2.41.1: failed items and the error output', (
 				assert.match(item.json.error.requestId, /^req_/);
 				assert.equal(item.json.error.charge, 'not_charged');
 				const log = await emulator.control.requests({ route: 'generate' });
-				assert.deepEqual(
-					log.map((entry) => entry.status),
-					[200, 402, 200],
-				);
+				assert.deepEqual(log.map((entry) => entry.status), [200, 402, 200]);
 				assert.equal((await emulator.control.getAccount(emulator.accountId)).credits, CREDITS - 12);
 			}
 			assert.ok(!JSON.stringify(result.run).includes(emulator.apiKey), 'the key never in the run');
@@ -183,14 +153,8 @@ describe('On Error settings in n8n 2.41.1: failed items and the error output', (
 		assert.deepEqual(result.nodeOutput('Image Pack', 1), []);
 		assert.deepEqual(paired(result.nodeOutput('Image Pack', 0)), [0, 1, 2]);
 		const log = await emulator.control.requests({ route: 'generate' });
-		const per = ['first', 'second', 'third'].map(
-			(prompt) => log.filter((entry) => entry.prompt === prompt).length,
-		);
+		const per = ['first', 'second', 'third'].map((prompt) => log.filter((entry) => entry.prompt === prompt).length);
 		assert.deepEqual(per, [2, 1, 1]);
-		assert.equal(
-			(await emulator.control.getAccount(emulator.accountId)).credits,
-			CREDITS - 18,
-			'three images paid once',
-		);
+		assert.equal((await emulator.control.getAccount(emulator.accountId)).credits, CREDITS - 18, 'three images paid once');
 	});
 });

@@ -22,16 +22,8 @@ export async function startTestEmulator(options = {}) {
 }
 
 /** An n8n credential export (plain-text data, n8n encrypts it on import) for the emulator. */
-export function emulatorCredential(
-	emulator,
-	{ id = 'imagePackEmuCred', name = 'Image Pack (emulator)' } = {},
-) {
-	return {
-		id,
-		name,
-		type: 'imagePackApi',
-		data: { baseUrl: emulator.baseUrl, apiKey: emulator.apiKey },
-	};
+export function emulatorCredential(emulator, { id = 'imagePackEmuCred', name = 'Image Pack (emulator)' } = {}) {
+	return { id, name, type: 'imagePackApi', data: { baseUrl: emulator.baseUrl, apiKey: emulator.apiKey } };
 }
 
 /** A deep copy of the workflow with every Image Pack node (action, trigger, tool) using the credential. */
@@ -51,10 +43,7 @@ export function exampleWorkflows() {
 		.readdirSync(EXAMPLES_DIR)
 		.filter((name) => name.endsWith('.json'))
 		.sort()
-		.map((file) => ({
-			file,
-			workflow: JSON.parse(fs.readFileSync(path.join(EXAMPLES_DIR, file), 'utf8')),
-		}));
+		.map((file) => ({ file, workflow: JSON.parse(fs.readFileSync(path.join(EXAMPLES_DIR, file), 'utf8')) }));
 }
 
 export function loadExample(file) {
@@ -66,8 +55,7 @@ export function pointListingAt(workflow, origin) {
 	const replace = (value) => {
 		if (typeof value === 'string') return value.split(LISTING_PLACEHOLDER).join(origin);
 		if (Array.isArray(value)) return value.map(replace);
-		if (value && typeof value === 'object')
-			return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, replace(v)]));
+		if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, replace(v)]));
 		return value;
 	};
 	const copy = structuredClone(workflow);
@@ -77,26 +65,14 @@ export function pointListingAt(workflow, origin) {
 
 /** A workflow node, positioned in a row. */
 export function node(name, type, parameters = {}, extra = {}) {
-	return {
-		id: extra.id ?? `${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`,
-		name,
-		type,
-		typeVersion: 1,
-		position: [0, 0],
-		parameters,
-		...extra,
-	};
+	return { id: extra.id ?? `${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`, name, type, typeVersion: 1, position: [0, 0], parameters, ...extra };
 }
 
 /** Manual Trigger → nodes[0] → nodes[1] …, with an explicit id (for `n8n execute --id`). */
 export function chain(id, name, nodes) {
-	const all = [node('Run', 'n8n-nodes-base.manualTrigger'), ...nodes].map((n, index) => ({
-		...n,
-		position: [index * 220, 0],
-	}));
+	const all = [node('Run', 'n8n-nodes-base.manualTrigger'), ...nodes].map((n, index) => ({ ...n, position: [index * 220, 0] }));
 	const connections = {};
-	for (let i = 0; i < all.length - 1; i++)
-		connections[all[i].name] = { main: [[{ node: all[i + 1].name, type: 'main', index: 0 }]] };
+	for (let i = 0; i < all.length - 1; i++) connections[all[i].name] = { main: [[{ node: all[i + 1].name, type: 'main', index: 0 }]] };
 	return { id, name, nodes: all, connections, settings: { executionOrder: 'v1' } };
 }
 
@@ -123,17 +99,10 @@ export async function startCollector({ port = 0, host = '127.0.0.1', onRequest }
 			};
 			try {
 				if (String(req.headers['content-type'] ?? '').startsWith('multipart/form-data')) {
-					const form = await new Response(body, {
-						headers: { 'content-type': req.headers['content-type'] },
-					}).formData();
+					const form = await new Response(body, { headers: { 'content-type': req.headers['content-type'] } }).formData();
 					for (const [key, value] of form.entries()) {
 						if (typeof value === 'string') entry.fields[key] = value;
-						else
-							entry.files[key] = {
-								name: value.name,
-								type: value.type,
-								bytes: Buffer.from(await value.arrayBuffer()),
-							};
+						else entry.files[key] = { name: value.name, type: value.type, bytes: Buffer.from(await value.arrayBuffer()) };
 					}
 				} else if (String(req.headers['content-type'] ?? '').includes('json') && body.length) {
 					entry.json = JSON.parse(body.toString('utf8'));
@@ -159,10 +128,7 @@ export async function startCollector({ port = 0, host = '127.0.0.1', onRequest }
 }
 
 /** Polls `check` (sync or async) until it returns a truthy value; throws with `what` after the timeout. */
-export async function waitFor(
-	check,
-	{ timeoutMs = 60_000, intervalMs = 500, what = 'condition' } = {},
-) {
+export async function waitFor(check, { timeoutMs = 60_000, intervalMs = 500, what = 'condition' } = {}) {
 	const started = Date.now();
 	let last;
 	for (;;) {
@@ -173,9 +139,7 @@ export async function waitFor(
 			last = error;
 		}
 		if (Date.now() - started > timeoutMs) {
-			throw new Error(
-				`Timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`,
-			);
+			throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`);
 		}
 		await new Promise((resolve) => setTimeout(resolve, intervalMs));
 	}
@@ -197,17 +161,9 @@ export function chatAsManualRun(workflow, { id, name, chatInput, agentVersion })
 		parameters: { jsCode: `return [{ json: ${JSON.stringify(message)} }];` },
 	});
 	delete trigger.webhookId;
-	copy.nodes.push(
-		node(
-			'Run',
-			'n8n-nodes-base.manualTrigger',
-			{},
-			{ position: [trigger.position[0] - 220, trigger.position[1]] },
-		),
-	);
+	copy.nodes.push(node('Run', 'n8n-nodes-base.manualTrigger', {}, { position: [trigger.position[0] - 220, trigger.position[1]] }));
 	copy.connections.Run = { main: [[{ node: trigger.name, type: 'main', index: 0 }]] };
-	if (agentVersion)
-		copy.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.agent').typeVersion = agentVersion;
+	if (agentVersion) copy.nodes.find((n) => n.type === '@n8n/n8n-nodes-langchain.agent').typeVersion = agentVersion;
 	return { ...copy, id, name };
 }
 
@@ -215,8 +171,7 @@ export function chatAsManualRun(workflow, { id, name, chatInput, agentVersion })
 export function withModelCredential(workflow, credential) {
 	const copy = structuredClone(workflow);
 	for (const n of copy.nodes) {
-		if (n.type === '@n8n/n8n-nodes-langchain.lmChatOpenAi')
-			n.credentials = { openAiApi: { id: credential.id, name: credential.name } };
+		if (n.type === '@n8n/n8n-nodes-langchain.lmChatOpenAi') n.credentials = { openAiApi: { id: credential.id, name: credential.name } };
 	}
 	return copy;
 }
@@ -239,45 +194,22 @@ export const OPERATIONS = {
 			n: '={{ $json.n }}',
 			options: { downloadImages: false },
 		},
-		rows: () =>
-			[1, 4, 1].map((n, index) => ({ sku: `SKU-${index}`, prompt: `product ${index}`, n })),
-		facts: {
-			code: 'insufficient_credits',
-			httpStatus: 402,
-			requestId: /^req_/,
-			charge: 'not_charged',
-		},
+		rows: () => [1, 4, 1].map((n, index) => ({ sku: `SKU-${index}`, prompt: `product ${index}`, n })),
+		facts: { code: 'insufficient_credits', httpStatus: 402, requestId: /^req_/, charge: 'not_charged' },
 	},
 	get: {
-		parameters: {
-			resource: 'publication',
-			operation: 'get',
-			publicationId: { __rl: true, mode: 'id', value: '={{ $json.id }}' },
-		},
-		rows: (fixture) =>
-			[fixture.mine, fixture.theirs, fixture.mine].map((id, index) => ({
-				sku: `SKU-${index}`,
-				id,
-			})),
+		parameters: { resource: 'publication', operation: 'get', publicationId: { __rl: true, mode: 'id', value: '={{ $json.id }}' } },
+		rows: (fixture) => [fixture.mine, fixture.theirs, fixture.mine].map((id, index) => ({ sku: `SKU-${index}`, id })),
 		facts: { code: 'not_found', httpStatus: 404, requestId: /^req_/, charge: 'not_charged' },
 	},
 	getMany: {
-		parameters: {
-			resource: 'publication',
-			operation: 'getMany',
-			sinceId: '={{ $json.since }}',
-			limit: 1,
-		},
+		parameters: { resource: 'publication', operation: 'getMany', sinceId: '={{ $json.since }}', limit: 1 },
 		rows: () => [0, 'yesterday', 0].map((since, index) => ({ sku: `SKU-${index}`, since })),
 		facts: { code: 'invalid_parameter', httpStatus: null, requestId: null, charge: 'not_sent' },
 	},
 	download: {
 		parameters: { resource: 'file', operation: 'download', fileUrl: '={{ $json.file }}' },
-		rows: (fixture) =>
-			[fixture.file, '/api/file/missing.png', fixture.file].map((file, index) => ({
-				sku: `SKU-${index}`,
-				file,
-			})),
+		rows: (fixture) => [fixture.file, '/api/file/missing.png', fixture.file].map((file, index) => ({ sku: `SKU-${index}`, file })),
 		facts: { code: 'not_found', httpStatus: 404, requestId: /^req_/, charge: 'not_charged' },
 	},
 };

@@ -9,13 +9,7 @@ import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 
 import { chain, node, withCredential } from './fixtures.mjs';
-import {
-	createUserFolder,
-	executeWorkflow,
-	importCredential,
-	importWorkflow,
-	packPackage,
-} from './n8n.mjs';
+import { createUserFolder, executeWorkflow, importCredential, importWorkflow, packPackage } from './n8n.mjs';
 
 const IMAGE_PACK = 'n8n-nodes-imagepack.imagePack';
 const API_KEY = 'sk_e2e_hostile_0123456789abcdef';
@@ -24,11 +18,7 @@ const API_KEY = 'sk_e2e_hostile_0123456789abcdef';
 async function recordingServer(respond) {
 	const seen = [];
 	const server = http.createServer((request, response) => {
-		seen.push({
-			method: request.method,
-			url: request.url,
-			authorization: request.headers.authorization,
-		});
+		seen.push({ method: request.method, url: request.url, authorization: request.headers.authorization });
 		request.resume();
 		respond(request, response);
 	});
@@ -71,16 +61,7 @@ describe('hostile servers in n8n 2.41.1 (n8n execute)', () => {
 			}
 			// Looks like a generate answer: must never be taken as one.
 			response.writeHead(200, { 'content-type': 'application/json' });
-			response.end(
-				JSON.stringify({
-					ok: true,
-					turn_id: 't_x',
-					session_id: 's_x',
-					credits_charged: 0,
-					images: [],
-					warnings: [],
-				}),
-			);
+			response.end(JSON.stringify({ ok: true, turn_id: 't_x', session_id: 's_x', credits_charged: 0, images: [], warnings: [] }));
 		});
 		api = await recordingServer((request, response) => {
 			const path = request.url.split('?')[0];
@@ -88,65 +69,32 @@ describe('hostile servers in n8n 2.41.1 (n8n execute)', () => {
 				response.writeHead(status, { location });
 				response.end();
 			};
-			if (path === '/api/v1/image-pack-publications/1')
-				return redirect(302, `${elsewhere.origin}/steal`);
+			if (path === '/api/v1/image-pack-publications/1') return redirect(302, `${elsewhere.origin}/steal`);
 			if (path === '/api/v1/image-pack-publications/7') {
 				response.writeHead(200, { 'content-type': 'application/json', 'x-request-id': API_KEY });
 				return response.end(
-					JSON.stringify({
-						id: 7,
-						pack_id: API_KEY,
-						version: 1,
-						style_code: `token ${API_KEY}`,
-						manifest: { schemaVersion: 3, note: API_KEY },
-					}),
+					JSON.stringify({ id: 7, pack_id: API_KEY, version: 1, style_code: `token ${API_KEY}`, manifest: { schemaVersion: 3, note: API_KEY } }),
 				);
 			}
 			if (path === '/api/v1/generate') return redirect(307, `${elsewhere.origin}/api/v1/generate`);
 			// Behind the second credential's Base URL (…/same): a 307 back to the very same path.
 			if (path === '/same/api/v1/generate') return redirect(307, '/same/api/v1/generate');
-			if (path.startsWith('/api/file/'))
-				return redirect(302, `${elsewhere.origin}/signed/${path.slice('/api/file/'.length)}`);
+			if (path.startsWith('/api/file/')) return redirect(302, `${elsewhere.origin}/signed/${path.slice('/api/file/'.length)}`);
 			response.writeHead(404, { 'content-type': 'application/json' });
-			response.end(
-				JSON.stringify({ ok: false, error: { code: 'not_found', message: 'not found' } }),
-			);
+			response.end(JSON.stringify({ ok: false, error: { code: 'not_found', message: 'not found' } }));
 		});
 
-		const credential = {
-			id: 'imagePackHostile',
-			name: 'Image Pack (hostile)',
-			type: 'imagePackApi',
-			data: { baseUrl: api.origin, apiKey: API_KEY },
-		};
-		const samePath = {
-			...credential,
-			id: 'imagePackHostile2',
-			name: 'Image Pack (hostile, same path)',
-			data: { baseUrl: `${api.origin}/same`, apiKey: API_KEY },
-		};
+		const credential = { id: 'imagePackHostile', name: 'Image Pack (hostile)', type: 'imagePackApi', data: { baseUrl: api.origin, apiKey: API_KEY } };
+		const samePath = { ...credential, id: 'imagePackHostile2', name: 'Image Pack (hostile, same path)', data: { baseUrl: `${api.origin}/same`, apiKey: API_KEY } };
 		const generate = () =>
-			node('Generate', IMAGE_PACK, {
-				resource: 'image',
-				operation: 'generate',
-				prompt: 'A white mug',
-				options: { downloadImages: false },
-			});
+			node('Generate', IMAGE_PACK, { resource: 'image', operation: 'generate', prompt: 'A white mug', options: { downloadImages: false } });
 		const workflows = [
 			chain(ids.getRedirect, 'e2e hostile: get redirected away', [
-				node('Get', IMAGE_PACK, {
-					resource: 'publication',
-					operation: 'get',
-					publicationId: { __rl: true, mode: 'id', value: '1' },
-				}),
+				node('Get', IMAGE_PACK, { resource: 'publication', operation: 'get', publicationId: { __rl: true, mode: 'id', value: '1' } }),
 			]),
 			chain(ids.generateRedirectAway, 'e2e hostile: generate redirected away', [generate()]),
 			chain(ids.keyEcho, 'e2e hostile: key echoed', [
-				node('Get', IMAGE_PACK, {
-					resource: 'publication',
-					operation: 'get',
-					publicationId: { __rl: true, mode: 'id', value: '7' },
-				}),
+				node('Get', IMAGE_PACK, { resource: 'publication', operation: 'get', publicationId: { __rl: true, mode: 'id', value: '7' } }),
 			]),
 			chain(ids.endlessFile, 'e2e hostile: endless file', [
 				node('Download', IMAGE_PACK, {
@@ -157,15 +105,8 @@ describe('hostile servers in n8n 2.41.1 (n8n execute)', () => {
 				}),
 			]),
 		].map((workflow) => withCredential(workflow, credential));
-		workflows.push(
-			withCredential(
-				chain(ids.generateRedirectSame, 'e2e hostile: generate redirected to itself', [generate()]),
-				samePath,
-			),
-		);
-		userFolder = await createUserFolder({
-			tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()),
-		});
+		workflows.push(withCredential(chain(ids.generateRedirectSame, 'e2e hostile: generate redirected to itself', [generate()]), samePath));
+		userFolder = await createUserFolder({ tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()) });
 		await importCredential(userFolder.dir, [credential, samePath]);
 		await importWorkflow(userFolder.dir, workflows);
 	});
@@ -180,26 +121,16 @@ describe('hostile servers in n8n 2.41.1 (n8n execute)', () => {
 		api.seen.length = 0;
 		elsewhere.seen.length = 0;
 		const result = await executeWorkflow(userFolder.dir, id);
-		assert.ok(
-			!`${result.stdout}${result.stderr}`.includes(API_KEY),
-			'the key appears nowhere in what n8n printed',
-		);
+		assert.ok(!`${result.stdout}${result.stderr}`.includes(API_KEY), 'the key appears nowhere in what n8n printed');
 		return result;
 	};
 
 	it('a redirect from Get Publication is an error naming its target; nothing reaches the other port', async () => {
 		const result = await run(ids.getRedirect);
 		assert.equal(result.ok, false);
-		assert.match(
-			JSON.stringify(result.nodeError('Get') ?? result.error),
-			new RegExp(`redirect.*${elsewhere.origin.replace(/[.:/]/g, '.')}`, 'i'),
-		);
+		assert.match(JSON.stringify(result.nodeError('Get') ?? result.error), new RegExp(`redirect.*${elsewhere.origin.replace(/[.:/]/g, '.')}`, 'i'));
 		assert.equal(api.seen.length, 1);
-		assert.equal(
-			api.seen[0].authorization,
-			`Bearer ${API_KEY}`,
-			'the key goes to the credential’s origin',
-		);
+		assert.equal(api.seen[0].authorization, `Bearer ${API_KEY}`, 'the key goes to the credential’s origin');
 		assert.deepEqual(elsewhere.seen, []);
 	});
 
@@ -237,10 +168,7 @@ describe('hostile servers in n8n 2.41.1 (n8n execute)', () => {
 	it('an endless signed link stops at Max File Size with a clear error; the link got no key', async () => {
 		const result = await run(ids.endlessFile);
 		assert.equal(result.ok, false);
-		assert.match(
-			JSON.stringify(result.nodeError('Download') ?? result.error),
-			/Max File Size|larger than|size/i,
-		);
+		assert.match(JSON.stringify(result.nodeError('Download') ?? result.error), /Max File Size|larger than|size/i);
 		const signed = elsewhere.seen.filter((request) => request.url.startsWith('/signed/'));
 		assert.equal(signed.length, 1);
 		assert.equal(signed[0].authorization, undefined, 'the signed link is fetched without the key');

@@ -11,21 +11,13 @@ import { loadExample, withCredential } from './fixtures.mjs';
 export const MCP_EXAMPLE = 'mcp-server.json';
 export const GENERATE_TOOL = 'Generate_product_images';
 export const LOOKUP_TOOL = 'Look_up_a_publication';
-export const BEARER = {
-	id: 'mcpBearerCred001',
-	name: 'MCP bearer (e2e)',
-	type: 'httpBearerAuth',
-	data: { token: 'e2e-mcp-token-0123456789abcdef' },
-};
+export const BEARER = { id: 'mcpBearerCred001', name: 'MCP bearer (e2e)', type: 'httpBearerAuth', data: { token: 'e2e-mcp-token-0123456789abcdef' } };
 
 /**
  * The example with the Image Pack credential and the bearer credential filled in, under its own id and
  * path (`path`), the Generate tool's options and node settings changed as given.
  */
-export function mcpWorkflow(
-	credential,
-	{ id, path, options = {}, generateSettings = {}, bearer = BEARER },
-) {
+export function mcpWorkflow(credential, { id, path, options = {}, generateSettings = {}, bearer = BEARER }) {
 	const workflow = withCredential(loadExample(MCP_EXAMPLE), credential);
 	const suffix = id.slice(-6);
 	for (const node of workflow.nodes) node.id = `${suffix}${node.id.slice(suffix.length)}`;
@@ -62,10 +54,4 @@ export async function callTool(client, name, args) {
 }
 
 /** The Generate tool's arguments (nano-banana-2, 1K: 12 credits). */
-export const generateArgs = (prompt, extra = {}) => ({
-	prompt,
-	ratio: '1:1',
-	referenceImageIds: '',
-	sessionId: '',
-	...extra,
-});
+export const generateArgs = (prompt, extra = {}) => ({ prompt, ratio: '1:1', referenceImageIds: '', sessionId: '', ...extra });

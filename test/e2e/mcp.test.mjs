@@ -9,31 +9,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
 import { emulatorCredential, startTestEmulator, waitFor } from './fixtures.mjs';
-import {
-	BEARER,
-	GENERATE_TOOL,
-	LOOKUP_TOOL,
-	callTool,
-	generateArgs,
-	mcpClient,
-	mcpWorkflow,
-} from './mcp-client.mjs';
-import {
-	createUserFolder,
-	importCredential,
-	importWorkflow,
-	packPackage,
-	publishWorkflow,
-	startN8n,
-} from './n8n.mjs';
+import { BEARER, GENERATE_TOOL, LOOKUP_TOOL, callTool, generateArgs, mcpClient, mcpWorkflow } from './mcp-client.mjs';
+import { createUserFolder, importCredential, importWorkflow, packPackage, publishWorkflow, startN8n } from './n8n.mjs';
 
 const WORKFLOWS = {
 	example: { id: 'e2eMcpExample001', path: 'imagepack' },
-	retry: {
-		id: 'e2eMcpRetry00001',
-		path: 'imagepack-retry',
-		generateSettings: { retryOnFail: true, maxTries: 3, waitBetweenTries: 10 },
-	},
+	retry: { id: 'e2eMcpRetry00001', path: 'imagepack-retry', generateSettings: { retryOnFail: true, maxTries: 3, waitBetweenTries: 10 } },
 	cap: { id: 'e2eMcpCapped0001', path: 'imagepack-capped', options: { maxCreditsPerHour: 36 } },
 };
 
@@ -46,22 +27,14 @@ describe('MCP Server Trigger in n8n 2.41.1 (official MCP client, emulator)', () 
 
 	before(async () => {
 		emulator = await startTestEmulator();
-		userFolder = await createUserFolder({
-			tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()),
-		});
+		userFolder = await createUserFolder({ tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()) });
 		const credential = emulatorCredential(emulator);
 		await importCredential(userFolder.dir, [credential, BEARER]);
-		await importWorkflow(
-			userFolder.dir,
-			Object.values(WORKFLOWS).map((w) => mcpWorkflow(credential, w)),
-		);
+		await importWorkflow(userFolder.dir, Object.values(WORKFLOWS).map((w) => mcpWorkflow(credential, w)));
 		for (const { id } of Object.values(WORKFLOWS)) await publishWorkflow(userFolder.dir, id);
 		n8n = await startN8n({ userFolder: userFolder.dir, echo: !!process.env.E2E_ECHO });
 		for (const name of Object.keys(WORKFLOWS)) {
-			await waitFor(async () => (await fetch(url(name), { method: 'POST' })).status !== 404, {
-				timeoutMs: 60_000,
-				what: `the MCP endpoint ${name}`,
-			});
+			await waitFor(async () => (await fetch(url(name), { method: 'POST' })).status !== 404, { timeoutMs: 60_000, what: `the MCP endpoint ${name}` });
 		}
 	});
 
@@ -72,14 +45,7 @@ describe('MCP Server Trigger in n8n 2.41.1 (official MCP client, emulator)', () 
 	});
 
 	it('lists both tools with their $fromAI arguments (the handle optional); no token, no session', async () => {
-		const refused = await fetch(url('example'), {
-			method: 'POST',
-			headers: {
-				'content-type': 'application/json',
-				accept: 'application/json, text/event-stream',
-			},
-			body: '{}',
-		});
+		const refused = await fetch(url('example'), { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
 		assert.ok([401, 403].includes(refused.status), `Bearer auth: never open (${refused.status})`);
 		const client = await mcpClient(url('example'));
 		try {
@@ -87,18 +53,8 @@ describe('MCP Server Trigger in n8n 2.41.1 (official MCP client, emulator)', () 
 			const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
 			assert.deepEqual(Object.keys(byName).sort(), [GENERATE_TOOL, LOOKUP_TOOL]);
 			const schema = byName[GENERATE_TOOL].inputSchema;
-			assert.deepEqual(Object.keys(schema.properties).sort(), [
-				'handle',
-				'prompt',
-				'ratio',
-				'referenceImageIds',
-				'sessionId',
-			]);
-			assert.deepEqual(
-				[...schema.required].sort(),
-				['prompt', 'ratio', 'referenceImageIds', 'sessionId'],
-				'handle has a default: optional',
-			);
+			assert.deepEqual(Object.keys(schema.properties).sort(), ['handle', 'prompt', 'ratio', 'referenceImageIds', 'sessionId']);
+			assert.deepEqual([...schema.required].sort(), ['prompt', 'ratio', 'referenceImageIds', 'sessionId'], 'handle has a default: optional');
 			assert.match(byName[GENERATE_TOOL].description, /Generates e-commerce product images/);
 		} finally {
 			await client.close();
@@ -128,19 +84,13 @@ describe('MCP Server Trigger in n8n 2.41.1 (official MCP client, emulator)', () 
 		try {
 			const refused = await callTool(client, GENERATE_TOOL, generateArgs('MCP too expensive vase'));
 			assert.equal(refused.isError, true, refused.text);
-			assert.match(
-				refused.text,
-				/^NodeOperationError: Image generation failed: .+ Error code: insufficient_credits, HTTP 402\. The service refused or refunded the request: no credits were charged\. Request id: req_[0-9a-f]+\./,
-			);
+			assert.match(refused.text, /^NodeOperationError: Image generation failed: .+ Error code: insufficient_credits, HTTP 402\. The service refused or refunded the request: no credits were charged\. Request id: req_[0-9a-f]+\./);
 			const [request] = await generations();
 			assert.ok(refused.text.includes(request.requestId));
 
 			const missing = await callTool(client, LOOKUP_TOOL, { publicationId: 999_999 });
 			assert.equal(missing.isError, true, missing.text);
-			assert.match(
-				missing.text,
-				/Reading the publication failed: .+ Error code: not_found, HTTP 404\. This operation never costs credits\./,
-			);
+			assert.match(missing.text, /Reading the publication failed: .+ Error code: not_found, HTTP 404\. This operation never costs credits\./);
 		} finally {
 			await client.close();
 		}
@@ -152,10 +102,7 @@ describe('MCP Server Trigger in n8n 2.41.1 (official MCP client, emulator)', () 
 		const [a, b] = await Promise.all([mcpClient(url('example')), mcpClient(url('example'))]);
 		try {
 			const args = generateArgs('MCP twin vase');
-			const [first, second] = await Promise.all([
-				callTool(a, GENERATE_TOOL, args),
-				callTool(b, GENERATE_TOOL, args),
-			]);
+			const [first, second] = await Promise.all([callTool(a, GENERATE_TOOL, args), callTool(b, GENERATE_TOOL, args)]);
 			assert.equal(first.json[0].turn_id, second.json[0].turn_id);
 			assert.equal((await generations()).length, 1);
 		} finally {
@@ -179,23 +126,13 @@ describe('MCP Server Trigger in n8n 2.41.1 (official MCP client, emulator)', () 
 		const [answer] = running.json;
 		assert.equal(answer.status, 'running');
 		assert.match(answer.handle, /^gen_[0-9a-f]{18}$/);
-		assert.match(
-			answer.message,
-			new RegExp(`call this tool again with the same arguments and handle "${answer.handle}"`),
-		);
+		assert.match(answer.message, new RegExp(`call this tool again with the same arguments and handle "${answer.handle}"`));
 
 		const second = await mcpClient(url('example'));
 		try {
-			const unknown = await callTool(
-				second,
-				GENERATE_TOOL,
-				generateArgs('MCP other vase', { handle: 'gen_000000000000000000' }),
-			);
+			const unknown = await callTool(second, GENERATE_TOOL, generateArgs('MCP other vase', { handle: 'gen_000000000000000000' }));
 			assert.equal(unknown.isError, true, unknown.text);
-			assert.match(
-				unknown.text,
-				/Error code: unknown_handle\. Nothing was sent and no credits were used\./,
-			);
+			assert.match(unknown.text, /Error code: unknown_handle\. Nothing was sent and no credits were used\./);
 
 			const collected = await callTool(second, GENERATE_TOOL, { ...args, handle: answer.handle });
 			assert.equal(collected.isError, false, collected.text);
@@ -204,11 +141,7 @@ describe('MCP Server Trigger in n8n 2.41.1 (official MCP client, emulator)', () 
 			const log = await generations();
 			assert.equal(log.length, 1, 'one request for the two calls; the unknown handle sent nothing');
 			const ledger = await emulator.control.ledger();
-			assert.equal(
-				ledger.entries.filter((entry) => entry.type === 'charge').length,
-				1,
-				'charged once',
-			);
+			assert.equal(ledger.entries.filter((entry) => entry.type === 'charge').length, 1, 'charged once');
 
 			// Collected: the same arguments are a new generation.
 			await emulator.control.setLatency('generate', 0);
@@ -227,28 +160,17 @@ describe('MCP Server Trigger in n8n 2.41.1 (official MCP client, emulator)', () 
 			await emulator.control.injectFault({ route: 'generate', kind: 'status', status: 500 });
 			const retried = await callTool(client, GENERATE_TOOL, generateArgs('MCP refunded vase'));
 			assert.equal(retried.isError, false, retried.text);
-			assert.equal(
-				(await generations()).length,
-				2,
-				"n8n's tool retry sent the refunded generation again",
-			);
+			assert.equal((await generations()).length, 2, "n8n's tool retry sent the refunded generation again");
 
 			await emulator.control.reset();
 			await emulator.control.injectFault({ route: 'generate', kind: 'reset', when: 'after' });
 			const lost = await callTool(client, GENERATE_TOOL, generateArgs('MCP lost vase'));
 			assert.equal(lost.isError, true, lost.text);
-			assert.match(
-				lost.text,
-				/Error code: network_error\. The generation may have run and may have been charged: do not call again automatically\./,
-			);
+			assert.match(lost.text, /Error code: network_error\. The generation may have run and may have been charged: do not call again automatically\./);
 			assert.equal((await generations()).length, 1, 'three tries, one request');
 			const repeat = await callTool(client, GENERATE_TOOL, generateArgs('MCP lost vase'));
 			assert.equal(repeat.text, lost.text);
-			assert.equal(
-				(await generations()).length,
-				1,
-				'a repeat within the window answers the same failure',
-			);
+			assert.equal((await generations()).length, 1, 'a repeat within the window answers the same failure');
 		} finally {
 			await client.close();
 		}
@@ -258,19 +180,12 @@ describe('MCP Server Trigger in n8n 2.41.1 (official MCP client, emulator)', () 
 		await emulator.control.reset();
 		const clients = await Promise.all([0, 1, 2, 3, 4].map(() => mcpClient(url('cap'))));
 		try {
-			const calls = await Promise.all(
-				clients.map((client, i) =>
-					callTool(client, GENERATE_TOOL, generateArgs(`MCP burst vase ${i}`)),
-				),
-			);
+			const calls = await Promise.all(clients.map((client, i) => callTool(client, GENERATE_TOOL, generateArgs(`MCP burst vase ${i}`))));
 			const refused = calls.filter((call) => call.isError);
 			assert.equal(calls.length - refused.length, 3);
 			assert.equal(refused.length, 2);
 			for (const call of refused) {
-				assert.match(
-					call.text,
-					/The hourly credit cap of this node is reached: 36 of 36 credits \(Max Credits per Hour\).+Error code: credit_cap_reached\. Nothing was sent and no credits were used\./,
-				);
+				assert.match(call.text, /The hourly credit cap of this node is reached: 36 of 36 credits \(Max Credits per Hour\).+Error code: credit_cap_reached\. Nothing was sent and no credits were used\./);
 			}
 			assert.equal((await generations()).length, 3);
 			const later = await mcpClient(url('cap'));

@@ -32,12 +32,7 @@ export const PROFILES = {
 	// outside the npm registry (unreachable here): the registry's last xlsx stands in for it. Its default
 	// expression engine runs in isolated-vm, which ships prebuilds for Node 22 and 24 only (none for
 	// Node 20's ABI 115, and it does not build here): n8n's `legacy` engine is used instead.
-	v1: {
-		n8n: '1.123.81',
-		node: null,
-		overrides: { xlsx: '0.18.5' },
-		env: { N8N_EXPRESSION_ENGINE: 'legacy' },
-	},
+	v1: { n8n: '1.123.81', node: null, overrides: { xlsx: '0.18.5' }, env: { N8N_EXPRESSION_ENGINE: 'legacy' } },
 	// The oldest n8n the package supports (Retry On Fail under Continue On Fail keeps a retry's output
 	// from n8n-core 1.99 on), on this machine's Node 20.
 	min: { n8n: '1.100.1', node: null, overrides: { xlsx: '0.18.5' }, env: {} },
@@ -59,18 +54,14 @@ export function cacheRoot() {
 
 function profileOf(name) {
 	const profile = PROFILES[name];
-	if (!profile)
-		throw new Error(`Unknown n8n profile "${name}" (known: ${Object.keys(PROFILES).join(', ')})`);
+	if (!profile) throw new Error(`Unknown n8n profile "${name}" (known: ${Object.keys(PROFILES).join(', ')})`);
 	return profile;
 }
 
 /** Where a profile lives and how to run it; nothing is checked or installed. */
 export function installPaths(profileName = 'default') {
 	const profile = profileOf(profileName);
-	const dir = path.join(
-		cacheRoot(),
-		`n8n-${profile.n8n}${profile.node ? `-node-${profile.node}` : ''}`,
-	);
+	const dir = path.join(cacheRoot(), `n8n-${profile.n8n}${profile.node ? `-node-${profile.node}` : ''}`);
 	const nodePackage = `node-${process.platform}-${process.arch}`;
 	const nodeDir = profile.node ? path.join(dir, 'node_modules', nodePackage) : null;
 	return {
@@ -115,10 +106,7 @@ function log(message) {
 /** Runs a command; with `quiet`, its output is kept and shown (the last 60 lines) only if it fails. */
 function exec(command, args, { quiet = false, ...options } = {}) {
 	return new Promise((resolve, reject) => {
-		const child = spawn(command, args, {
-			stdio: ['ignore', quiet ? 'pipe' : 'inherit', quiet ? 'pipe' : 'inherit'],
-			...options,
-		});
+		const child = spawn(command, args, { stdio: ['ignore', quiet ? 'pipe' : 'inherit', quiet ? 'pipe' : 'inherit'], ...options });
 		let output = '';
 		if (quiet) {
 			child.stdout.on('data', (chunk) => (output += chunk));
@@ -128,11 +116,7 @@ function exec(command, args, { quiet = false, ...options } = {}) {
 		child.on('close', (code, signal) => {
 			if (code === 0) return resolve();
 			if (quiet) process.stderr.write(output.split('\n').slice(-60).join('\n') + '\n');
-			reject(
-				new Error(
-					`${command} ${args.join(' ')} (in ${options.cwd ?? process.cwd()}) exited with ${code ?? signal}`,
-				),
-			);
+			reject(new Error(`${command} ${args.join(' ')} (in ${options.cwd ?? process.cwd()}) exited with ${code ?? signal}`));
 		});
 	});
 }
@@ -205,8 +189,7 @@ export async function ensureN8n(profileName = 'default', { force = false } = {})
 				{
 					name: `imagepack-e2e-n8n-${profile.n8n}`,
 					private: true,
-					description:
-						'A pinned n8n for the n8n-nodes-imagepack end-to-end tests and sandbox (generated).',
+					description: 'A pinned n8n for the n8n-nodes-imagepack end-to-end tests and sandbox (generated).',
 					dependencies,
 					overrides: profile.overrides,
 				},
@@ -216,49 +199,27 @@ export async function ensureN8n(profileName = 'default', { force = false } = {})
 		);
 		fs.writeFileSync(
 			path.join(partial, '.npmrc'),
-			[
-				'ignore-scripts=true',
-				'fund=false',
-				'audit=false',
-				'update-notifier=false',
-				'loglevel=error',
-				'',
-			].join('\n'),
+			['ignore-scripts=true', 'fund=false', 'audit=false', 'update-notifier=false', 'loglevel=error', ''].join('\n'),
 		);
 
-		log(
-			`installing n8n@${profile.n8n}${profile.node ? ` and ${paths.nodePackage}@${profile.node}` : ''} into ${paths.dir} (takes a few minutes, ~3 GB)…`,
-		);
-		const npmCli =
-			process.env.npm_execpath && process.env.npm_execpath.endsWith('.js')
-				? process.env.npm_execpath
-				: null;
+		log(`installing n8n@${profile.n8n}${profile.node ? ` and ${paths.nodePackage}@${profile.node}` : ''} into ${paths.dir} (takes a few minutes, ~3 GB)…`);
+		const npmCli = process.env.npm_execpath && process.env.npm_execpath.endsWith('.js') ? process.env.npm_execpath : null;
 		const npm = npmCli ? [process.execPath, [npmCli]] : ['npm', []];
 		const env = { ...process.env };
 		// Don't let the surrounding `npm run` leak its settings (e.g. the project's prefix) into this install.
-		for (const key of Object.keys(env))
-			if (key.startsWith('npm_') && key !== 'npm_config_cache') delete env[key];
-		await exec(npm[0], [...npm[1], 'install', '--no-audit', '--no-fund', '--ignore-scripts'], {
-			cwd: partial,
-			env,
-		});
+		for (const key of Object.keys(env)) if (key.startsWith('npm_') && key !== 'npm_config_cache') delete env[key];
+		await exec(npm[0], [...npm[1], 'install', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: partial, env });
 		log(`npm install done after ${seconds()}`);
 
-		const partialPaths = {
-			nodeDir: paths.nodeDir && path.join(partial, path.relative(paths.dir, paths.nodeDir)),
-		};
+		const partialPaths = { nodeDir: paths.nodeDir && path.join(partial, path.relative(paths.dir, paths.nodeDir)) };
 		const sqliteDir = path.join(partial, 'node_modules', 'sqlite3');
 		if (fs.existsSync(sqliteDir)) {
-			const nodeBin = partialPaths.nodeDir
-				? path.join(partialPaths.nodeDir, 'bin', 'node')
-				: process.execPath;
+			const nodeBin = partialPaths.nodeDir ? path.join(partialPaths.nodeDir, 'bin', 'node') : process.execPath;
 			const nodeDir = partialPaths.nodeDir ?? path.dirname(path.dirname(process.execPath));
 			if (!fs.existsSync(path.join(nodeDir, 'include', 'node', 'node_api.h'))) {
 				throw new Error(`No Node headers under ${nodeDir}/include/node: cannot build sqlite3`);
 			}
-			log(
-				`building sqlite3 from source with ${nodeBin} (${profile.node ?? process.version}) — about a minute…`,
-			);
+			log(`building sqlite3 from source with ${nodeBin} (${profile.node ?? process.version}) — about a minute…`);
 			// node-gyp from the npm that ships with this machine's Node; run it with the target Node.
 			const nodeGyp = findNodeGyp();
 			const buildEnv = {
@@ -267,38 +228,19 @@ export async function ensureN8n(profileName = 'default', { force = false } = {})
 				npm_config_nodedir: nodeDir,
 				JOBS: String(os.availableParallelism?.() ?? os.cpus().length),
 			};
-			await exec(
-				nodeBin,
-				[nodeGyp, 'rebuild', '--release', `--nodedir=${nodeDir}`, `--jobs=${buildEnv.JOBS}`],
-				{
-					cwd: sqliteDir,
-					env: buildEnv,
-					quiet: true,
-				},
-			);
-			await exec(
-				nodeBin,
-				[
-					'-e',
-					"require('sqlite3'); console.error('[n8n-install] sqlite3 loads under ' + process.version)",
-				],
-				{
-					cwd: partial,
-				},
-			);
+			await exec(nodeBin, [nodeGyp, 'rebuild', '--release', `--nodedir=${nodeDir}`, `--jobs=${buildEnv.JOBS}`], {
+				cwd: sqliteDir,
+				env: buildEnv,
+				quiet: true,
+			});
+			await exec(nodeBin, ['-e', "require('sqlite3'); console.error('[n8n-install] sqlite3 loads under ' + process.version)"], {
+				cwd: partial,
+			});
 			log(`sqlite3 built after ${seconds()}`);
 		}
 		fs.writeFileSync(
 			path.join(partial, MARKER),
-			JSON.stringify(
-				{
-					...expectedMarker(paths),
-					installedAt: new Date().toISOString(),
-					seconds: (Date.now() - started) / 1000,
-				},
-				null,
-				'\t',
-			) + '\n',
+			JSON.stringify({ ...expectedMarker(paths), installedAt: new Date().toISOString(), seconds: (Date.now() - started) / 1000 }, null, '\t') + '\n',
 		);
 		fs.renameSync(partial, paths.dir);
 		log(`n8n@${profile.n8n} installed in ${seconds()}: ${paths.dir}`);
@@ -324,19 +266,11 @@ export async function ensureNodeRuntime(version) {
 		const partial = `${dir}.partial`;
 		fs.rmSync(partial, { recursive: true, force: true });
 		fs.mkdirSync(partial, { recursive: true });
-		fs.writeFileSync(
-			path.join(partial, 'package.json'),
-			JSON.stringify({ name: `imagepack-node-${version}`, private: true }) + '\n',
-		);
+		fs.writeFileSync(path.join(partial, 'package.json'), JSON.stringify({ name: `imagepack-node-${version}`, private: true }) + '\n');
 		const env = { ...process.env };
-		for (const key of Object.keys(env))
-			if (key.startsWith('npm_') && key !== 'npm_config_cache') delete env[key];
+		for (const key of Object.keys(env)) if (key.startsWith('npm_') && key !== 'npm_config_cache') delete env[key];
 		log(`installing ${nodePackage}@${version}…`);
-		await exec(
-			'npm',
-			['install', '--no-audit', '--no-fund', '--ignore-scripts', `${nodePackage}@${version}`],
-			{ cwd: partial, env, quiet: true },
-		);
+		await exec('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', `${nodePackage}@${version}`], { cwd: partial, env, quiet: true });
 		fs.rmSync(dir, { recursive: true, force: true });
 		fs.renameSync(partial, dir);
 		return bin;
@@ -345,16 +279,7 @@ export async function ensureNodeRuntime(version) {
 
 function findNodeGyp() {
 	const candidates = [
-		path.join(
-			path.dirname(path.dirname(process.execPath)),
-			'lib',
-			'node_modules',
-			'npm',
-			'node_modules',
-			'node-gyp',
-			'bin',
-			'node-gyp.js',
-		),
+		path.join(path.dirname(path.dirname(process.execPath)), 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'),
 		'/usr/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js',
 		'/usr/local/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js',
 	];
@@ -366,9 +291,7 @@ function findNodeGyp() {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
 	const args = process.argv.slice(2);
-	const profileName = (args.find((a) => a.startsWith('--profile=')) ?? '--profile=default').split(
-		'=',
-	)[1];
+	const profileName = (args.find((a) => a.startsWith('--profile=')) ?? '--profile=default').split('=')[1];
 	if (args.includes('--print')) {
 		console.log(installPaths(profileName).dir);
 	} else {
@@ -376,9 +299,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
 		const cached = isInstalled(profileName);
 		ensureN8n(profileName, { force: args.includes('--force') }).then(
 			(paths) => {
-				log(
-					`${cached ? 'cached' : 'installed'}: n8n ${paths.profile.n8n} in ${paths.dir} (${((Date.now() - started) / 1000).toFixed(1)} s)`,
-				);
+				log(`${cached ? 'cached' : 'installed'}: n8n ${paths.profile.n8n} in ${paths.dir} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
 				console.log(paths.dir);
 			},
 			(error) => {

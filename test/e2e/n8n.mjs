@@ -34,18 +34,10 @@ function log(message) {
  * Runs a command and collects its output. Rejects only if it cannot be started or times out;
  * the caller looks at `code`.
  */
-export function runCommand(
-	command,
-	args,
-	{ cwd = REPO_ROOT, env = process.env, timeoutMs = 10 * 60_000, echo = false, input } = {},
-) {
+export function runCommand(command, args, { cwd = REPO_ROOT, env = process.env, timeoutMs = 10 * 60_000, echo = false, input } = {}) {
 	return new Promise((resolve, reject) => {
 		const started = Date.now();
-		const child = spawn(command, args, {
-			cwd,
-			env,
-			stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-		});
+		const child = spawn(command, args, { cwd, env, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
 		let stdout = '';
 		let stderr = '';
 		child.stdout.on('data', (chunk) => {
@@ -59,11 +51,7 @@ export function runCommand(
 		if (input !== undefined) child.stdin.end(input);
 		const timer = setTimeout(() => {
 			child.kill('SIGKILL');
-			reject(
-				new Error(
-					`${command} ${args.join(' ')} timed out after ${timeoutMs} ms\n${stdout}\n${stderr}`,
-				),
-			);
+			reject(new Error(`${command} ${args.join(' ')} timed out after ${timeoutMs} ms\n${stdout}\n${stderr}`));
 		}, timeoutMs);
 		child.on('error', (error) => {
 			clearTimeout(timer);
@@ -82,22 +70,14 @@ export async function packPackage({ build = true, cwd = REPO_ROOT } = {}) {
 	if (build) {
 		log('npm run build…');
 		const result = await runCommand(npm, ['run', 'build'], { cwd });
-		if (result.code !== 0)
-			throw new Error(`npm run build failed (${result.code}):\n${result.stdout}\n${result.stderr}`);
+		if (result.code !== 0) throw new Error(`npm run build failed (${result.code}):\n${result.stdout}\n${result.stderr}`);
 	}
 	const destination = tempDir('pack');
-	const result = await runCommand(
-		npm,
-		['pack', '--json', '--pack-destination', destination, '--ignore-scripts'],
-		{ cwd },
-	);
-	if (result.code !== 0)
-		throw new Error(`npm pack failed (${result.code}):\n${result.stdout}\n${result.stderr}`);
+	const result = await runCommand(npm, ['pack', '--json', '--pack-destination', destination, '--ignore-scripts'], { cwd });
+	if (result.code !== 0) throw new Error(`npm pack failed (${result.code}):\n${result.stdout}\n${result.stderr}`);
 	const [info] = JSON.parse(result.stdout.slice(result.stdout.indexOf('[')));
 	const tarball = path.join(destination, info.filename);
-	log(
-		`packed ${info.name}@${info.version}: ${info.entryCount} files, ${info.size} bytes → ${tarball}`,
-	);
+	log(`packed ${info.name}@${info.version}: ${info.entryCount} files, ${info.size} bytes → ${tarball}`);
 	return tarball;
 }
 
@@ -116,9 +96,7 @@ export async function createUserFolder({ tarball, dir = tempDir('n8n-user') } = 
 		const unpack = tempDir('unpack');
 		const result = await runCommand('tar', ['-xzf', tarball, '-C', unpack]);
 		if (result.code !== 0) throw new Error(`tar failed: ${result.stderr}`);
-		const manifest = JSON.parse(
-			fs.readFileSync(path.join(unpack, 'package', 'package.json'), 'utf8'),
-		);
+		const manifest = JSON.parse(fs.readFileSync(path.join(unpack, 'package', 'package.json'), 'utf8'));
 		packageDir = path.join(nodesDir, 'node_modules', manifest.name);
 		fs.mkdirSync(path.dirname(packageDir), { recursive: true });
 		fs.renameSync(path.join(unpack, 'package'), packageDir);
@@ -143,8 +121,7 @@ export async function createUserFolder({ tarball, dir = tempDir('n8n-user') } = 
 export function n8nEnv(userFolder, extra = {}) {
 	const env = { ...process.env };
 	// Nothing from a surrounding `npm run` or from the developer's own n8n setup leaks in.
-	for (const key of Object.keys(env))
-		if (key.startsWith('npm_') || key.startsWith('N8N_') || key.startsWith('DB_')) delete env[key];
+	for (const key of Object.keys(env)) if (key.startsWith('npm_') || key.startsWith('N8N_') || key.startsWith('DB_')) delete env[key];
 	return {
 		...env,
 		N8N_USER_FOLDER: userFolder,
@@ -167,20 +144,13 @@ export function n8nEnv(userFolder, extra = {}) {
  * Runs `n8n <args>` of the pinned install (installing it first if missing) with Node 24.
  * Returns { code, stdout, stderr, ms }.
  */
-export async function n8nCli(
-	args,
-	{ userFolder, env = {}, profile = 'default', timeoutMs = 5 * 60_000, echo = false } = {},
-) {
+export async function n8nCli(args, { userFolder, env = {}, profile = 'default', timeoutMs = 5 * 60_000, echo = false } = {}) {
 	if (!userFolder) throw new Error('n8nCli needs a userFolder');
 	const paths = await ensureN8n(profile);
 	return runCommand(paths.nodeBin, [paths.n8nBin, ...args], {
 		cwd: userFolder,
 		// Commands that run workflows start a task-runner broker: give each its own port.
-		env: n8nEnv(userFolder, {
-			N8N_RUNNERS_BROKER_PORT: String(await freePort()),
-			...paths.profile.env,
-			...env,
-		}),
+		env: n8nEnv(userFolder, { N8N_RUNNERS_BROKER_PORT: String(await freePort()), ...paths.profile.env, ...env }),
 		timeoutMs,
 		echo,
 	});
@@ -189,18 +159,13 @@ export async function n8nCli(
 async function n8nCliOk(args, options) {
 	const result = await n8nCli(args, options);
 	if (result.code !== 0) {
-		throw new Error(
-			`n8n ${args.join(' ')} exited with ${result.code} after ${result.ms} ms\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}`,
-		);
+		throw new Error(`n8n ${args.join(' ')} exited with ${result.code} after ${result.ms} ms\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}`);
 	}
 	return result;
 }
 
 function writeTempJson(userFolder, name, value) {
-	const file = path.join(
-		userFolder,
-		`${name}-${Date.now()}-${Math.random().toString(36).slice(2)}.json`,
-	);
+	const file = path.join(userFolder, `${name}-${Date.now()}-${Math.random().toString(36).slice(2)}.json`);
 	fs.writeFileSync(file, JSON.stringify(value, null, 2));
 	return file;
 }
@@ -212,10 +177,7 @@ function writeTempJson(userFolder, name, value) {
 export async function importCredential(userFolder, credentials, options = {}) {
 	const list = Array.isArray(credentials) ? credentials : [credentials];
 	const file = writeTempJson(userFolder, 'credentials', list);
-	const result = await n8nCliOk(['import:credentials', `--input=${file}`], {
-		...options,
-		userFolder,
-	});
+	const result = await n8nCliOk(['import:credentials', `--input=${file}`], { ...options, userFolder });
 	fs.rmSync(file, { force: true });
 	return result;
 }
@@ -227,8 +189,7 @@ export async function importCredential(userFolder, credentials, options = {}) {
 export async function importWorkflow(userFolder, workflow, options = {}) {
 	const read = (w) => (typeof w === 'string' ? JSON.parse(fs.readFileSync(w, 'utf8')) : w);
 	const value = Array.isArray(workflow) ? workflow.map(read) : read(workflow);
-	for (const one of [value].flat())
-		if (!one.id) throw new Error(`importWorkflow: "${one.name}" needs an explicit id`);
+	for (const one of [value].flat()) if (!one.id) throw new Error(`importWorkflow: "${one.name}" needs an explicit id`);
 	const file = writeTempJson(userFolder, 'workflow', value);
 	const result = await n8nCliOk(['import:workflow', `--input=${file}`], { ...options, userFolder });
 	fs.rmSync(file, { force: true });
@@ -289,9 +250,7 @@ export async function executeWorkflow(userFolder, id, options = {}) {
  */
 export async function publishWorkflow(userFolder, id, options = {}) {
 	const v1 = installPaths(options.profile).profile.n8n.startsWith('1.');
-	const args = v1
-		? ['update:workflow', `--id=${id}`, '--active=true']
-		: ['publish:workflow', `--id=${id}`];
+	const args = v1 ? ['update:workflow', `--id=${id}`, '--active=true'] : ['publish:workflow', `--id=${id}`];
 	return n8nCliOk(args, { ...options, userFolder });
 }
 
@@ -315,27 +274,17 @@ export async function querySqlite(userFolder, sql, params = [], { profile = 'def
 			});
 		});`;
 	const file = path.join(userFolder, '.n8n', 'database.sqlite');
-	const result = await runCommand(
-		paths.nodeBin,
-		['-e', script, JSON.stringify([file, sql, params])],
-		{
-			cwd: paths.dir,
-			timeoutMs: 60_000,
-		},
-	);
-	if (result.code !== 0)
-		throw new Error(`sqlite query failed (${result.code}): ${result.stderr}\n${sql}`);
+	const result = await runCommand(paths.nodeBin, ['-e', script, JSON.stringify([file, sql, params])], {
+		cwd: paths.dir,
+		timeoutMs: 60_000,
+	});
+	if (result.code !== 0) throw new Error(`sqlite query failed (${result.code}): ${result.stderr}\n${sql}`);
 	return JSON.parse(result.stdout);
 }
 
 /** The workflow's static data as n8n saved it (null when none). */
 export async function readStaticData(userFolder, workflowId, options) {
-	const [row] = await querySqlite(
-		userFolder,
-		'SELECT staticData FROM workflow_entity WHERE id = ?',
-		[workflowId],
-		options,
-	);
+	const [row] = await querySqlite(userFolder, 'SELECT staticData FROM workflow_entity WHERE id = ?', [workflowId], options);
 	if (!row) throw new Error(`No workflow ${workflowId}`);
 	return row.staticData ? JSON.parse(row.staticData) : null;
 }
@@ -379,29 +328,20 @@ const FINAL_STATUSES = new Set(['success', 'error', 'canceled', 'crashed']);
 
 /** Whether n8n is done with an execution: final status, stop time and run data saved. */
 export const isFinished = (execution) =>
-	FINAL_STATUSES.has(execution.status) &&
-	execution.stoppedAt != null &&
-	execution.run?.resultData != null;
+	FINAL_STATUSES.has(execution.status) && execution.stoppedAt != null && execution.run?.resultData != null;
 
 /**
  * Waits until the workflow has at least `count` executions and every one of them is finished, then
  * returns them (as readExecutions). A test that reads an execution n8n is still writing sees an empty
  * output, so tests wait for this instead of for the first row.
  */
-export async function waitForFinishedExecutions(
-	userFolder,
-	workflowId,
-	count,
-	{ timeoutMs = 150_000, profile } = {},
-) {
+export async function waitForFinishedExecutions(userFolder, workflowId, count, { timeoutMs = 150_000, profile } = {}) {
 	const started = Date.now();
 	for (;;) {
 		const executions = await readExecutions(userFolder, workflowId, { profile });
 		if (executions.length >= count && executions.every(isFinished)) return executions;
 		if (Date.now() - started > timeoutMs) {
-			const states = executions.map(
-				(e) => `${e.id}:${e.status}${e.stoppedAt == null ? '(not stopped)' : ''}`,
-			);
+			const states = executions.map((e) => `${e.id}:${e.status}${e.stoppedAt == null ? '(not stopped)' : ''}`);
 			throw new Error(
 				`Timed out after ${timeoutMs} ms waiting for ${count} finished executions of ${workflowId}; saw [${states.join(', ')}]`,
 			);
@@ -418,11 +358,8 @@ export async function waitForFinishedExecutions(
 export function readBinary(userFolder, binary) {
 	if (binary.id) {
 		const [mode, ...rest] = binary.id.split(':');
-		if (!mode.startsWith('filesystem'))
-			throw new Error(`readBinary: unsupported binary data mode ${mode}`);
-		const [file, older] = ['storage', 'binaryData'].map((folder) =>
-			path.join(userFolder, '.n8n', folder, rest.join(':')),
-		);
+		if (!mode.startsWith('filesystem')) throw new Error(`readBinary: unsupported binary data mode ${mode}`);
+		const [file, older] = ['storage', 'binaryData'].map((folder) => path.join(userFolder, '.n8n', folder, rest.join(':')));
 		return fs.readFileSync(fs.existsSync(file) || !fs.existsSync(older) ? file : older);
 	}
 	return Buffer.from(binary.data, 'base64');
@@ -432,10 +369,7 @@ export function readBinary(userFolder, binary) {
  * The environment that makes n8n create its owner account at start (N8N_INSTANCE_OWNER_MANAGED_BY_ENV),
  * with the password hashed by n8n's own bcrypt (from the pinned install).
  */
-export function ownerEnv(
-	{ email, password, firstName = 'Test', lastName = 'Owner' },
-	{ profile } = {},
-) {
+export function ownerEnv({ email, password, firstName = 'Test', lastName = 'Owner' }, { profile } = {}) {
 	const bcrypt = createRequire(path.join(installPaths(profile).dir, 'package.json'))('bcryptjs');
 	return {
 		N8N_INSTANCE_OWNER_MANAGED_BY_ENV: 'true',
@@ -469,17 +403,9 @@ export function restClient(url) {
 		}
 		const bytes = Buffer.from(await response.arrayBuffer());
 		const json = String(response.headers.get('content-type')).includes('json');
-		return {
-			status: response.status,
-			headers: response.headers,
-			body: json ? JSON.parse(bytes.toString('utf8')) : bytes,
-		};
+		return { status: response.status, headers: response.headers, body: json ? JSON.parse(bytes.toString('utf8')) : bytes };
 	}
-	return {
-		request,
-		get: (route) => request('GET', route),
-		post: (route, body = {}) => request('POST', route, body),
-	};
+	return { request, get: (route) => request('GET', route), post: (route, body = {}) => request('POST', route, body) };
 }
 
 /**
@@ -489,10 +415,7 @@ export function restClient(url) {
 export async function restSession(url, { email, password }) {
 	const client = restClient(url);
 	const login = await client.post('/rest/login', { emailOrLdapLoginId: email, password });
-	if (login.status !== 200)
-		throw new Error(
-			`n8n login as ${email} failed (${login.status}): ${JSON.stringify(login.body)}`,
-		);
+	if (login.status !== 200) throw new Error(`n8n login as ${email} failed (${login.status}): ${JSON.stringify(login.body)}`);
 	return client;
 }
 
@@ -522,16 +445,7 @@ export async function freePort() {
  * Starts `n8n start` on a port (free one by default) and waits for /healthz. Returns
  * { url, port, process, logs(), stop() }. stop() sends SIGTERM, then SIGKILL after a grace period.
  */
-export async function startN8n({
-	userFolder,
-	port,
-	env = {},
-	profile = 'default',
-	readyTimeoutMs = 120_000,
-	echo = false,
-	command = 'start',
-	args = [],
-} = {}) {
+export async function startN8n({ userFolder, port, env = {}, profile = 'default', readyTimeoutMs = 120_000, echo = false, command = 'start', args = [] } = {}) {
 	if (!userFolder) throw new Error('startN8n needs a userFolder');
 	const paths = await ensureN8n(profile);
 	port ??= await freePort();
@@ -559,14 +473,11 @@ export async function startN8n({
 	child.stdout.on('data', onData);
 	child.stderr.on('data', onData);
 	let exited = null;
-	const exitPromise = new Promise((resolve) =>
-		child.on('exit', (code, signal) => resolve((exited = code ?? signal))),
-	);
+	const exitPromise = new Promise((resolve) => child.on('exit', (code, signal) => resolve((exited = code ?? signal))));
 
 	const started = Date.now();
 	for (;;) {
-		if (exited !== null)
-			throw new Error(`n8n ${command} exited with ${exited} before it was ready:\n${output}`);
+		if (exited !== null) throw new Error(`n8n ${command} exited with ${exited} before it was ready:\n${output}`);
 		if (Date.now() - started > readyTimeoutMs) {
 			killTree(child, 'SIGKILL');
 			throw new Error(`n8n did not answer /healthz within ${readyTimeoutMs} ms:\n${output}`);
@@ -612,12 +523,7 @@ export async function startN8nWorker({ port, env = {}, concurrency = 10, ...opti
 		port,
 		command: 'worker',
 		args: [`--concurrency=${concurrency}`],
-		env: {
-			QUEUE_HEALTH_CHECK_ACTIVE: 'true',
-			QUEUE_HEALTH_CHECK_PORT: String(port),
-			N8N_WORKER_SERVER_ADDRESS: '127.0.0.1',
-			...env,
-		},
+		env: { QUEUE_HEALTH_CHECK_ACTIVE: 'true', QUEUE_HEALTH_CHECK_PORT: String(port), N8N_WORKER_SERVER_ADDRESS: '127.0.0.1', ...env },
 	});
 }
 

@@ -11,10 +11,7 @@ import { ensureN8n } from './n8n-install.mjs';
 import { packPackage } from './n8n.mjs';
 
 const args = process.argv.slice(2);
-const profiles = new Set([
-	'default',
-	...args.filter((a) => a.startsWith('--profile=')).map((a) => a.split('=')[1]),
-]);
+const profiles = new Set(['default', ...args.filter((a) => a.startsWith('--profile=')).map((a) => a.split('=')[1])]);
 const started = Date.now();
 await Promise.all([...profiles].map((profile) => ensureN8n(profile)));
 const tarball = await packPackage({ build: !args.includes('--no-build') });

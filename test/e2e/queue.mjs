@@ -48,10 +48,7 @@ export async function startQueueCluster({
 	try {
 		const [postgres, redis] = await Promise.all([startPostgres(), startRedis()]);
 		Object.assign(cluster, { postgres, redis });
-		stops.push(
-			() => redis.stop(),
-			() => postgres.stop(),
-		);
+		stops.push(() => redis.stop(), () => postgres.stop());
 
 		const shared = fs.mkdtempSync(path.join(os.tmpdir(), 'imagepack-queue-binary-'));
 		stops.push(() => process.env.KEEP_E2E || fs.rmSync(shared, { recursive: true, force: true }));
@@ -81,18 +78,12 @@ export async function startQueueCluster({
 
 		const mainEnvironment = { ...ownerEnv(QUEUE_OWNER), N8N_SECURE_COOKIE: 'false', ...mainEnv };
 		cluster.startMain = async (extra = {}) => {
-			cluster.main = await startN8n({
-				userFolder: cluster.folders.main.dir,
-				env: { ...cluster.sharedEnv, ...mainEnvironment, ...extra },
-				echo,
-				readyTimeoutMs: READY_TIMEOUT_MS,
-			});
+			cluster.main = await startN8n({ userFolder: cluster.folders.main.dir, env: { ...cluster.sharedEnv, ...mainEnvironment, ...extra }, echo, readyTimeoutMs: READY_TIMEOUT_MS });
 			return cluster.main;
 		};
 		/** Logs of earlier processes of each worker slot (a killed or restarted worker). */
 		const pastLogs = [];
-		cluster.workerLogs = (index) =>
-			(pastLogs[index] ?? '') + (cluster.workers[index]?.logs() ?? '');
+		cluster.workerLogs = (index) => (pastLogs[index] ?? '') + (cluster.workers[index]?.logs() ?? '');
 		cluster.startWorker = async (index, extra = {}) => {
 			if (cluster.workers[index]) pastLogs[index] = cluster.workerLogs(index);
 			cluster.workers[index] = await startN8nWorker({
@@ -110,13 +101,8 @@ export async function startQueueCluster({
 			await Promise.all(cluster.workers.map((worker) => worker?.stop()));
 		});
 		// All at once: n8n serializes its schema migrations with a lock in the database.
-		const starts = [
-			cluster.startMain(),
-			...cluster.folders.workers.map((_, index) => cluster.startWorker(index)),
-		];
-		const failed = (await Promise.allSettled(starts)).find(
-			(result) => result.status === 'rejected',
-		);
+		const starts = [cluster.startMain(), ...cluster.folders.workers.map((_, index) => cluster.startWorker(index))];
+		const failed = (await Promise.allSettled(starts)).find((result) => result.status === 'rejected');
 		if (failed) throw failed.reason;
 	} catch (error) {
 		await stopAll(stops);
@@ -126,17 +112,13 @@ export async function startQueueCluster({
 	/** A REST session on the main, logged in as the owner. */
 	const sessions = new WeakMap();
 	cluster.rest = async () => {
-		if (!sessions.has(cluster.main))
-			sessions.set(cluster.main, await restSession(cluster.main.url, QUEUE_OWNER));
+		if (!sessions.has(cluster.main)) sessions.set(cluster.main, await restSession(cluster.main.url, QUEUE_OWNER));
 		return sessions.get(cluster.main);
 	};
 
 	/** Creates a credential ({ name, type, data }) through the REST API; returns { id, name }. */
 	cluster.createCredential = async ({ name, type, data }) => {
-		const created = await ok(
-			await (await cluster.rest()).post('/rest/credentials', { name, type, data }),
-			'create credential',
-		);
+		const created = await ok(await (await cluster.rest()).post('/rest/credentials', { name, type, data }), 'create credential');
 		return { id: created.id, name: created.name };
 	};
 
@@ -147,15 +129,8 @@ export async function startQueueCluster({
 	cluster.createWorkflow = async (workflow, { activate = false } = {}) => {
 		const rest = await cluster.rest();
 		const { id, name, nodes, connections, settings } = workflow;
-		const created = await ok(
-			await rest.post('/rest/workflows', { id, name, nodes, connections, settings }),
-			`create workflow ${name}`,
-		);
-		if (activate)
-			await ok(
-				await rest.post(`/rest/workflows/${created.id}/activate`, { versionId: created.versionId }),
-				`activate ${name}`,
-			);
+		const created = await ok(await rest.post('/rest/workflows', { id, name, nodes, connections, settings }), `create workflow ${name}`);
+		if (activate) await ok(await rest.post(`/rest/workflows/${created.id}/activate`, { versionId: created.versionId }), `activate ${name}`);
 		return created;
 	};
 
@@ -172,10 +147,7 @@ export async function startQueueCluster({
 
 	/** The workflow's static data as stored in PostgreSQL (null when none). */
 	cluster.staticData = async (workflowId) => {
-		const [row] = await cluster.postgres.query(
-			'SELECT "staticData" FROM workflow_entity WHERE id = $1',
-			[workflowId],
-		);
+		const [row] = await cluster.postgres.query('SELECT "staticData" FROM workflow_entity WHERE id = $1', [workflowId]);
 		if (!row) throw new Error(`No workflow ${workflowId}`);
 		return typeof row.staticData === 'string' ? JSON.parse(row.staticData) : row.staticData;
 	};
@@ -186,9 +158,7 @@ export async function startQueueCluster({
 	 */
 	cluster.workerOf = (executionId) => {
 		const line = `Worker started execution ${executionId} (`;
-		return cluster.folders.workers.findIndex((_, index) =>
-			cluster.workerLogs(index).includes(line),
-		);
+		return cluster.folders.workers.findIndex((_, index) => cluster.workerLogs(index).includes(line));
 	};
 
 	/** Writes every process's log (main, workers, PostgreSQL, Redis) into `dir`. */
@@ -196,9 +166,7 @@ export async function startQueueCluster({
 		fs.mkdirSync(dir, { recursive: true });
 		const write = (name, text) => text && fs.writeFileSync(path.join(dir, `${name}.log`), text);
 		write('main', cluster.main?.logs());
-		cluster.folders.workers.forEach((_, index) =>
-			write(`worker-${index}`, cluster.workerLogs(index)),
-		);
+		cluster.folders.workers.forEach((_, index) => write(`worker-${index}`, cluster.workerLogs(index)));
 		write('postgres', cluster.postgres.logs());
 		write('redis', cluster.redis.logs());
 	};
@@ -220,18 +188,8 @@ export function webhookGenerateWorkflow({ id, name, path: webhookPath, webhookId
 		id,
 		name,
 		nodes: [
-			node(
-				'Webhook',
-				'n8n-nodes-base.webhook',
-				{ httpMethod: 'POST', path: webhookPath, responseMode: 'lastNode', options: {} },
-				{ typeVersion: 2, webhookId },
-			),
-			node(
-				'Generate',
-				'n8n-nodes-imagepack.imagePack',
-				{ resource: 'image', operation: 'generate', prompt: '={{ $json.body.prompt }}', n: 2 },
-				{ position: [220, 0] },
-			),
+			node('Webhook', 'n8n-nodes-base.webhook', { httpMethod: 'POST', path: webhookPath, responseMode: 'lastNode', options: {} }, { typeVersion: 2, webhookId }),
+			node('Generate', 'n8n-nodes-imagepack.imagePack', { resource: 'image', operation: 'generate', prompt: '={{ $json.body.prompt }}', n: 2 }, { position: [220, 0] }),
 		],
 		connections: { Webhook: { main: [[{ node: 'Generate', type: 'main', index: 0 }]] } },
 		settings: { executionOrder: 'v1' },
@@ -251,20 +209,15 @@ export async function callWebhook(url, webhookPath, prompt, timeoutMs = 60_000) 
 			body: JSON.stringify({ prompt }),
 		});
 		const text = await response.text();
-		if (response.status !== 404)
-			return { status: response.status, body: text ? JSON.parse(text) : null };
-		if (Date.now() - started > timeoutMs)
-			throw new Error(
-				`Timed out after ${timeoutMs} ms waiting for the production webhook ${webhookPath}`,
-			);
+		if (response.status !== 404) return { status: response.status, body: text ? JSON.parse(text) : null };
+		if (Date.now() - started > timeoutMs) throw new Error(`Timed out after ${timeoutMs} ms waiting for the production webhook ${webhookPath}`);
 		await new Promise((resolve) => setTimeout(resolve, 500));
 	}
 }
 
 /** The `data` of a successful n8n REST answer; throws with the answer otherwise. */
 export function ok(answer, what) {
-	if (answer.status >= 300)
-		throw new Error(`${what}: HTTP ${answer.status} ${JSON.stringify(answer.body)}`);
+	if (answer.status >= 300) throw new Error(`${what}: HTTP ${answer.status} ${JSON.stringify(answer.body)}`);
 	return answer.body.data;
 }
 

@@ -39,8 +39,7 @@ const SCENARIOS = {
 };
 
 /** The prompts of a scenario's items: unique, so the emulator's log tells items and scenarios apart. */
-const prompts = (scenario, count = 3) =>
-	Array.from({ length: count }, (_, i) => `${scenario} item ${i + 1}`);
+const prompts = (scenario, count = 3) => Array.from({ length: count }, (_, i) => `${scenario} item ${i + 1}`);
 
 function workflow({ id, onError, batchSize }, credential) {
 	const generate = {
@@ -53,12 +52,7 @@ function workflow({ id, onError, batchSize }, credential) {
 		options: { downloadImages: true },
 	};
 	const nodes = [
-		node(
-			'Webhook',
-			'n8n-nodes-base.webhook',
-			{ httpMethod: 'POST', path: id, responseMode: 'onReceived', options: {} },
-			{ typeVersion: 2, webhookId: `${id}-hook` },
-		),
+		node('Webhook', 'n8n-nodes-base.webhook', { httpMethod: 'POST', path: id, responseMode: 'onReceived', options: {} }, { typeVersion: 2, webhookId: `${id}-hook` }),
 		node('Split Out', 'n8n-nodes-base.splitOut', { fieldToSplitOut: 'body.prompts', options: {} }),
 		node(GENERATE, 'n8n-nodes-imagepack.imagePack', generate, {
 			credentials: { imagePackApi: { id: credential.id, name: credential.name } },
@@ -70,30 +64,13 @@ function workflow({ id, onError, batchSize }, credential) {
 		}),
 	];
 	const to = (name) => [{ node: name, type: 'main', index: 0 }];
-	const connections = {
-		Webhook: { main: [to('Split Out')] },
-		'Split Out': { main: [to(GENERATE)] },
-	};
-	if (!batchSize)
-		return { id, name: `e2e: retry ${id}`, nodes, connections, settings: { executionOrder: 'v1' } };
-	nodes.push(
-		node(
-			'Loop Over Items',
-			'n8n-nodes-base.splitInBatches',
-			{ batchSize, options: {} },
-			{ typeVersion: 3 },
-		),
-	);
+	const connections = { Webhook: { main: [to('Split Out')] }, 'Split Out': { main: [to(GENERATE)] } };
+	if (!batchSize) return { id, name: `e2e: retry ${id}`, nodes, connections, settings: { executionOrder: 'v1' } };
+	nodes.push(node('Loop Over Items', 'n8n-nodes-base.splitInBatches', { batchSize, options: {} }, { typeVersion: 3 }));
 	connections['Split Out'] = { main: [to('Loop Over Items')] };
 	connections['Loop Over Items'] = { main: [[], to(GENERATE)] };
 	connections[GENERATE] = { main: [to('Loop Over Items')] };
-	return {
-		id,
-		name: `e2e: retry ${id}`,
-		nodes,
-		connections,
-		settings: { executionOrder: 'v1', saveExecutionProgress: true },
-	};
+	return { id, name: `e2e: retry ${id}`, nodes, connections, settings: { executionOrder: 'v1', saveExecutionProgress: true } };
 }
 
 describe('Generate with Retry On Fail and Executions → Retry in a running n8n 2.41.1', () => {
@@ -105,10 +82,7 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 
 	const rest = async (method, route, body) => {
 		const answer = await session.request(method, `/rest${route}`, body);
-		assert.ok(
-			answer.status < 300,
-			`${method} ${route}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`,
-		);
+		assert.ok(answer.status < 300, `${method} ${route}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
 		return answer.body.data;
 	};
 
@@ -116,10 +90,7 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 		n8n = await startN8n({
 			userFolder: userFolder.dir,
 			echo: !!process.env.E2E_ECHO,
-			env: {
-				N8N_SECURE_COOKIE: 'false',
-				...ownerEnv({ ...OWNER, firstName: 'Retry', lastName: 'Test' }),
-			},
+			env: { N8N_SECURE_COOKIE: 'false', ...ownerEnv({ ...OWNER, firstName: 'Retry', lastName: 'Test' }) },
 		});
 		session = await restSession(n8n.url, OWNER);
 	}
@@ -130,12 +101,8 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 		const turns = await emulator.control.turns();
 		return {
 			requests: list.map((prompt) => log.filter((entry) => entry.prompt === prompt).length),
-			charged: list.map((prompt) =>
-				turns.filter((t) => t.prompt === prompt).reduce((sum, t) => sum + t.charged, 0),
-			),
-			turns: list.map((prompt) =>
-				turns.filter((t) => t.prompt === prompt && t.status === 'succeeded').map((t) => t.id),
-			),
+			charged: list.map((prompt) => turns.filter((t) => t.prompt === prompt).reduce((sum, t) => sum + t.charged, 0)),
+			turns: list.map((prompt) => turns.filter((t) => t.prompt === prompt && t.status === 'succeeded').map((t) => t.id)),
 		};
 	}
 
@@ -165,17 +132,13 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 	async function retry({ id }, execution, { loadWorkflow = false } = {}) {
 		const retried = await rest('POST', `/executions/${execution.id}/retry`, { loadWorkflow });
 		return await waitFor(
-			async () =>
-				(await waitForFinishedExecutions(userFolder.dir, id, 1)).find(
-					(e) => String(e.id) === String(retried.id),
-				),
+			async () => (await waitForFinishedExecutions(userFolder.dir, id, 1)).find((e) => String(e.id) === String(retried.id)),
 			{ timeoutMs: 60_000, what: `the retried execution ${retried.id} to be stored` },
 		);
 	}
 
 	const generateError = (execution) => execution.run.resultData.runData[GENERATE]?.at(-1)?.error;
-	const outputTurns = (execution) =>
-		execution.nodeOutput(GENERATE).map((item) => item.json.turn_id ?? item.json.code);
+	const outputTurns = (execution) => execution.nodeOutput(GENERATE).map((item) => item.json.turn_id ?? item.json.code);
 
 	before(async () => {
 		emulator = await startTestEmulator();
@@ -214,31 +177,17 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 
 	it('a drop after sending: item 2 is never sent again, by the tries nor by Executions → Retry', async () => {
 		const list = prompts('drop');
-		await emulator.control.injectFault({
-			route: 'generate',
-			kind: 'reset',
-			when: 'after',
-			promptIncludes: list[1],
-		});
+		await emulator.control.injectFault({ route: 'generate', kind: 'reset', when: 'after', promptIncludes: list[1] });
 		const failed = await run(SCENARIOS.drop, list);
 		assert.equal(failed.status, 'error');
-		assert.match(
-			generateError(failed).message,
-			/^Not sent again: an earlier try of this execution sent this generation/,
-		);
-		assert.match(
-			generateError(failed).message,
-			/may have been charged: check the newest "API generation" session/,
-		);
+		assert.match(generateError(failed).message, /^Not sent again: an earlier try of this execution sent this generation/);
+		assert.match(generateError(failed).message, /may have been charged: check the newest "API generation" session/);
 		assert.deepEqual((await perItem(list)).requests, [1, 1, 0]);
 
 		const retried = await retry(SCENARIOS.drop, failed);
 		assert.equal(retried.mode, 'retry');
 		assert.equal(retried.status, 'error');
-		assert.match(
-			generateError(retried).message,
-			/^Not sent again: the failed execution this one retries sent/,
-		);
+		assert.match(generateError(retried).message, /^Not sent again: the failed execution this one retries sent/);
 		const seen = await perItem(list);
 		assert.deepEqual(seen.requests, [1, 1, 0]);
 		// The drop came after the work: item 2 was charged, once.
@@ -258,11 +207,7 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 
 	it('all tries failing: item 2 sent once per try, item 1 once, item 3 never; nothing charged twice', async () => {
 		const list = prompts('all');
-		await emulator.control.setGenerationBehaviour({
-			fail: true,
-			promptIncludes: list[1],
-			persist: true,
-		});
+		await emulator.control.setGenerationBehaviour({ fail: true, promptIncludes: list[1], persist: true });
 		const execution = await run(SCENARIOS.allTries, list);
 		await emulator.control.clearGenerationBehaviour();
 		assert.equal(execution.status, 'error');
@@ -270,20 +215,13 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 		const seen = await perItem(list);
 		assert.deepEqual(seen.requests, [1, 3, 0]);
 		assert.deepEqual(seen.charged, [PRICE, 0, 0]);
-		assert.match(
-			generateError(execution).description,
-			new RegExp(`not in the output: ${seen.turns[0][0]}`),
-		);
+		assert.match(generateError(execution).description, new RegExp(`not in the output: ${seen.turns[0][0]}`));
 	});
 
 	it('an uncertain item is sent again only after the user turns on Resend Uncertain Generations', async () => {
 		const list = prompts('resend');
 		// Dropped before the service did any work: checking the session shows nothing ran.
-		await emulator.control.injectFault({
-			route: 'generate',
-			kind: 'reset',
-			promptIncludes: list[1],
-		});
+		await emulator.control.injectFault({ route: 'generate', kind: 'reset', promptIncludes: list[1] });
 		const failed = await run(SCENARIOS.resend, list);
 		assert.equal(failed.status, 'error');
 		const again = await retry(SCENARIOS.resend, failed);
@@ -292,20 +230,9 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 
 		const saved = await rest('GET', `/workflows/${SCENARIOS.resend.id}`);
 		const nodes = saved.nodes.map((n) =>
-			n.name === GENERATE
-				? {
-						...n,
-						parameters: {
-							...n.parameters,
-							options: { ...n.parameters.options, resendUncertain: true },
-						},
-					}
-				: n,
+			n.name === GENERATE ? { ...n, parameters: { ...n.parameters, options: { ...n.parameters.options, resendUncertain: true } } } : n,
 		);
-		await rest('PATCH', `/workflows/${SCENARIOS.resend.id}`, {
-			nodes,
-			connections: saved.connections,
-		});
+		await rest('PATCH', `/workflows/${SCENARIOS.resend.id}`, { nodes, connections: saved.connections });
 		const resumed = await retry(SCENARIOS.resend, again, { loadWorkflow: true });
 		assert.equal(resumed.status, 'success');
 		const seen = await perItem(list);
@@ -329,10 +256,7 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 		assert.equal(retried.status, 'success');
 		const seen = await perItem(list);
 		assert.deepEqual(seen.requests, [1, 1, 1, 2, 1]);
-		assert.deepEqual(
-			seen.charged,
-			list.map(() => PRICE),
-		);
+		assert.deepEqual(seen.charged, list.map(() => PRICE));
 		assert.deepEqual(outputTurns(retried), seen.turns.flat());
 		assert.equal(retried.nodeOutput(GENERATE).filter((item) => item.binary?.image_0).length, 5);
 	});
@@ -341,31 +265,18 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 		// n8n saves an execution's data (the node's memory with it) only when a node finishes.
 		const plain = prompts('crash plain', 5);
 		const batched = prompts('crash batched', 5);
-		await emulator.control.setGenerationBehaviour({
-			durationMs: 600_000,
-			promptIncludes: 'item 3',
-			count: 2,
-		});
+		await emulator.control.setGenerationBehaviour({ durationMs: 600_000, promptIncludes: 'item 3', count: 2 });
 		await post(SCENARIOS.crashPlain, plain);
 		await post(SCENARIOS.crashBatched, batched);
-		await waitFor(
-			async () => (await perItem([plain[2], batched[2]])).requests.every((count) => count === 1),
-			{
-				what: 'item 3 of both batches in flight',
-			},
-		);
+		await waitFor(async () => (await perItem([plain[2], batched[2]])).requests.every((count) => count === 1), {
+			what: 'item 3 of both batches in flight',
+		});
 		await n8n.kill();
 		await start();
 		const crashed = async ({ id }) =>
-			await waitFor(
-				async () =>
-					(await waitForFinishedExecutions(userFolder.dir, id, 1)).find(
-						(e) => e.status === 'crashed',
-					),
-				{
-					what: `n8n to mark the ${id} execution crashed`,
-				},
-			);
+			await waitFor(async () => (await waitForFinishedExecutions(userFolder.dir, id, 1)).find((e) => e.status === 'crashed'), {
+				what: `n8n to mark the ${id} execution crashed`,
+			});
 		const plainRetry = await retry(SCENARIOS.crashPlain, await crashed(SCENARIOS.crashPlain));
 		const batchedRetry = await retry(SCENARIOS.crashBatched, await crashed(SCENARIOS.crashBatched));
 		assert.equal(plainRetry.status, 'success');

@@ -27,16 +27,7 @@ import {
 	withModelCredential,
 } from './fixtures.mjs';
 import { cacheRoot, ensureN8n, installPaths, isInstalled } from './n8n-install.mjs';
-import {
-	createUserFolder,
-	importCredential,
-	importWorkflow,
-	ownerEnv,
-	packPackage,
-	publishWorkflow,
-	querySqlite,
-	startN8n,
-} from './n8n.mjs';
+import { createUserFolder, importCredential, importWorkflow, ownerEnv, packPackage, publishWorkflow, querySqlite, startN8n } from './n8n.mjs';
 
 const SANDBOX_DIR = path.join(cacheRoot(), 'sandbox');
 /** The owner account the README names; the sandbox and the editor suite log in with it. */
@@ -49,10 +40,7 @@ const say = (message = '') => process.stdout.write(`${message}\n`);
 
 /** Where a port is taken, say which option moves it. */
 function portHint(error, port, flag) {
-	if (
-		error?.code === 'EADDRINUSE' ||
-		/EADDRINUSE|address already in use/i.test(String(error?.message))
-	) {
+	if (error?.code === 'EADDRINUSE' || /EADDRINUSE|address already in use/i.test(String(error?.message))) {
 		return new Error(`Port ${port} is in use. Stop what uses it or pass --${flag} <another port>.`);
 	}
 	return error;
@@ -101,11 +89,7 @@ export async function startSandbox({
 		});
 		running.push(() => emulator.close());
 		await emulator.control.publish({ packId: 'pk_mugs' });
-		await emulator.control.publish({
-			packId: 'pk_totes',
-			schemaVersion: 2,
-			publishedAt: Date.parse('2026-08-01T00:00:00Z'),
-		});
+		await emulator.control.publish({ packId: 'pk_totes', schemaVersion: 2, publishedAt: Date.parse('2026-08-01T00:00:00Z') });
 		await emulator.control.publish({ packId: 'pk_mugs' });
 
 		const listing = await startCollector({
@@ -113,12 +97,8 @@ export async function startSandbox({
 			host: listen,
 			onRequest: (request) => {
 				const file = Object.values(request.files)[0];
-				const fields = Object.entries(request.fields).map(
-					([k, v]) => `${k}=${v.length > 40 ? `${v.slice(0, 40)}…` : v}`,
-				);
-				say(
-					`[listing] ${request.method} ${request.path}  ${file ? `${file.name} (${file.type}, ${file.bytes.length} bytes)` : ''}  ${fields.join('  ')}`,
-				);
+				const fields = Object.entries(request.fields).map(([k, v]) => `${k}=${v.length > 40 ? `${v.slice(0, 40)}…` : v}`);
+				say(`[listing] ${request.method} ${request.path}  ${file ? `${file.name} (${file.type}, ${file.bytes.length} bytes)` : ''}  ${fields.join('  ')}`);
 			},
 		}).catch((error) => {
 			throw portHint(error, emulatorPort + 2, 'emulator-port');
@@ -127,41 +107,26 @@ export async function startSandbox({
 
 		// The n8n user folder: kept between runs (unless reset); the package is replaced by the fresh tarball.
 		if (reset) fs.rmSync(dir, { recursive: true, force: true });
-		fs.rmSync(path.join(dir, '.n8n', 'nodes', 'node_modules', 'n8n-nodes-imagepack'), {
-			recursive: true,
-			force: true,
-		});
+		fs.rmSync(path.join(dir, '.n8n', 'nodes', 'node_modules', 'n8n-nodes-imagepack'), { recursive: true, force: true });
 		await createUserFolder({ tarball: packed, dir });
 		if (!tarball) fs.rmSync(path.dirname(packed), { recursive: true, force: true });
 		const firstRun = !fs.existsSync(path.join(dir, '.n8n', 'database.sqlite'));
 
 		const credential = { ...emulatorCredential(emulator, CREDENTIAL) };
-		step(
-			firstRun ? 'importing the credential and the example workflows…' : 'updating the credential…',
-		);
+		step(firstRun ? 'importing the credential and the example workflows…' : 'updating the credential…');
 		await importCredential(dir, modelCredential ? [credential, modelCredential] : credential);
-		const examples = [...exampleWorkflows().map(({ workflow }) => workflow), ...workflows].map(
-			(workflow) => {
-				const filled = withCredential(
-					workflow.id === LISTING_WORKFLOW ? pointListingAt(workflow, listing.url) : workflow,
-					credential,
-				);
-				return modelCredential ? withModelCredential(filled, modelCredential) : filled;
-			},
-		);
-		const existing = firstRun
-			? new Set()
-			: new Set((await querySqlite(dir, 'SELECT id FROM workflow_entity')).map((row) => row.id));
+		const examples = [...exampleWorkflows().map(({ workflow }) => workflow), ...workflows].map((workflow) => {
+			const filled = withCredential(workflow.id === LISTING_WORKFLOW ? pointListingAt(workflow, listing.url) : workflow, credential);
+			return modelCredential ? withModelCredential(filled, modelCredential) : filled;
+		});
+		const existing = firstRun ? new Set() : new Set((await querySqlite(dir, 'SELECT id FROM workflow_entity')).map((row) => row.id));
 		const missing = examples.filter((workflow) => !existing.has(workflow.id));
 		if (missing.length) {
 			await importWorkflow(dir, missing);
-			if (missing.some((workflow) => workflow.id === LISTING_WORKFLOW))
-				await publishWorkflow(dir, LISTING_WORKFLOW);
+			if (missing.some((workflow) => workflow.id === LISTING_WORKFLOW)) await publishWorkflow(dir, LISTING_WORKFLOW);
 		}
 		// The emulator starts empty: the trigger must not keep a position from the previous emulator.
-		await querySqlite(dir, 'UPDATE workflow_entity SET staticData = NULL WHERE id = ?', [
-			LISTING_WORKFLOW,
-		]);
+		await querySqlite(dir, 'UPDATE workflow_entity SET staticData = NULL WHERE id = ?', [LISTING_WORKFLOW]);
 
 		step(`starting n8n on port ${n8nPort || '(free)'}…`);
 		const logFile = path.join(dir, 'n8n.log');
@@ -184,15 +149,7 @@ export async function startSandbox({
 		log.write(n8n.logs());
 		n8n.process.stdout.pipe(log);
 		n8n.process.stderr.pipe(log);
-		return {
-			url: `http://localhost:${n8n.port}`,
-			emulator,
-			listing,
-			n8n,
-			credential,
-			logFile,
-			stop,
-		};
+		return { url: `http://localhost:${n8n.port}`, emulator, listing, n8n, credential, logFile, stop };
 	} catch (error) {
 		await stop();
 		throw error;
@@ -209,9 +166,7 @@ async function main() {
 	};
 	const started = Date.now();
 	if (!isInstalled()) {
-		step(
-			`first run: installing n8n ${installPaths().profile.n8n} and Node ${installPaths().profile.node} into ${installPaths().dir}`,
-		);
+		step(`first run: installing n8n ${installPaths().profile.n8n} and Node ${installPaths().profile.node} into ${installPaths().dir}`);
 		step('this takes about 5 minutes (≈3 GB), once; later runs reuse it.');
 	}
 	const sandbox = await startSandbox({

@@ -24,11 +24,7 @@ function parse(text) {
 }
 
 const textOf = (content) =>
-	typeof content === 'string'
-		? content
-		: Array.isArray(content)
-			? content.map((part) => part.text ?? '').join('')
-			: '';
+	typeof content === 'string' ? content : Array.isArray(content) ? content.map((part) => part.text ?? '').join('') : '';
 
 /**
  * Splits a conversation at the user's last message: what came before is history (memory), the tool
@@ -49,10 +45,7 @@ function splitTurns(entries) {
 		} else if (entry.role === 'system' || entry.role === 'developer') system += entry.text;
 		else if (index < last) history.messages.push({ role: entry.role, text: entry.text });
 	});
-	const userText = entries
-		.filter((entry) => entry.role === 'user')
-		.map((entry) => entry.text)
-		.join('\n');
+	const userText = entries.filter((entry) => entry.role === 'user').map((entry) => entry.text).join('\n');
 	return { userText, message: entries[last]?.text ?? '', system, results, history };
 }
 
@@ -60,42 +53,25 @@ function splitTurns(entries) {
 function fromChatCompletions(body) {
 	const entries = [];
 	for (const message of body.messages ?? []) {
-		if (message.role === 'tool')
-			entries.push({ result: { id: message.tool_call_id, output: textOf(message.content) } });
+		if (message.role === 'tool') entries.push({ result: { id: message.tool_call_id, output: textOf(message.content) } });
 		else entries.push({ role: message.role, text: textOf(message.content) });
-		for (const call of message.tool_calls ?? [])
-			entries.push({
-				call: { id: call.id, name: call.function.name, args: parse(call.function.arguments) },
-			});
+		for (const call of message.tool_calls ?? []) entries.push({ call: { id: call.id, name: call.function.name, args: parse(call.function.arguments) } });
 	}
-	const tools = (body.tools ?? []).map(({ function: f }) => ({
-		name: f.name,
-		description: f.description,
-		parameters: f.parameters,
-	}));
+	const tools = (body.tools ?? []).map(({ function: f }) => ({ name: f.name, description: f.description, parameters: f.parameters }));
 	return { tools, ...splitTurns(entries) };
 }
 
 /** The conversation of a Responses API request, normalized. */
 function fromResponses(body) {
 	const entries = body.instructions ? [{ role: 'system', text: body.instructions }] : [];
-	const input =
-		typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : (body.input ?? []);
+	const input = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : (body.input ?? []);
 	for (const item of input) {
-		if (item.type === 'function_call')
-			entries.push({ call: { id: item.call_id, name: item.name, args: parse(item.arguments) } });
+		if (item.type === 'function_call') entries.push({ call: { id: item.call_id, name: item.name, args: parse(item.arguments) } });
 		else if (item.type === 'function_call_output') {
-			entries.push({
-				result: {
-					id: item.call_id,
-					output: typeof item.output === 'string' ? item.output : JSON.stringify(item.output),
-				},
-			});
+			entries.push({ result: { id: item.call_id, output: typeof item.output === 'string' ? item.output : JSON.stringify(item.output) } });
 		} else if (item.role) entries.push({ role: item.role, text: textOf(item.content) });
 	}
-	const tools = (body.tools ?? [])
-		.filter((tool) => tool.type === 'function')
-		.map(({ name, description, parameters }) => ({ name, description, parameters }));
+	const tools = (body.tools ?? []).filter((tool) => tool.type === 'function').map(({ name, description, parameters }) => ({ name, description, parameters }));
 	return { tools, ...splitTurns(entries) };
 }
 
@@ -154,9 +130,7 @@ function chatReply(body, move) {
 		object: 'chat.completion',
 		created: Math.floor(Date.now() / 1000),
 		model: body.model,
-		choices: [
-			{ index: 0, message, finish_reason: calls.length ? 'tool_calls' : 'stop', logprobs: null },
-		],
+		choices: [{ index: 0, message, finish_reason: calls.length ? 'tool_calls' : 'stop', logprobs: null }],
 		usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
 	};
 }
@@ -164,25 +138,13 @@ function chatReply(body, move) {
 /** Chat Completions as server-sent events, for clients that ask for a stream. */
 function chatStream(res, reply) {
 	const { message } = reply.choices[0];
-	const base = {
-		id: reply.id,
-		object: 'chat.completion.chunk',
-		created: reply.created,
-		model: reply.model,
-	};
+	const base = { id: reply.id, object: 'chat.completion.chunk', created: reply.created, model: reply.model };
 	const delta = message.tool_calls
-		? {
-				role: 'assistant',
-				tool_calls: message.tool_calls.map((call, index) => ({ index, ...call })),
-			}
+		? { role: 'assistant', tool_calls: message.tool_calls.map((call, index) => ({ index, ...call })) }
 		: { role: 'assistant', content: message.content };
 	res.writeHead(200, { 'content-type': 'text/event-stream' });
-	res.write(
-		`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`,
-	);
-	res.write(
-		`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: {}, finish_reason: reply.choices[0].finish_reason }], usage: reply.usage })}\n\n`,
-	);
+	res.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`);
+	res.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: {}, finish_reason: reply.choices[0].finish_reason }], usage: reply.usage })}\n\n`);
 	res.end('data: [DONE]\n\n');
 }
 
@@ -203,8 +165,7 @@ export async function startScriptedModel({ scenarios, defaultScenario }) {
 				res.writeHead(status, { 'content-type': 'application/json' });
 				res.end(JSON.stringify({ error: { message, type: 'invalid_request_error', code: null } }));
 			};
-			if (req.method !== 'POST' || !/\/(responses|chat\/completions)$/.test(path))
-				return fail(404, `scripted model: no route ${req.method} ${path}`);
+			if (req.method !== 'POST' || !/\/(responses|chat\/completions)$/.test(path)) return fail(404, `scripted model: no route ${req.method} ${path}`);
 			const body = parse(Buffer.concat(chunks).toString('utf8')) ?? {};
 			const api = path.endsWith('/responses') ? 'responses' : 'chat';
 			const conversation = api === 'responses' ? fromResponses(body) : fromChatCompletions(body);
@@ -212,16 +173,14 @@ export async function startScriptedModel({ scenarios, defaultScenario }) {
 			const entry = { api, path, body, scenario, ...conversation };
 			requests.push(entry);
 			const script = scenarios[scenario];
-			if (!script)
-				return fail(400, `scripted model: no scenario "${scenario}" in the user message`);
+			if (!script) return fail(400, `scripted model: no scenario "${scenario}" in the user message`);
 			try {
 				entry.move = script(conversation);
 			} catch (error) {
 				return fail(500, `scripted model: the script of "${scenario}" failed: ${error.message}`);
 			}
 			if (api === 'responses') {
-				if (body.stream)
-					return fail(400, 'scripted model: streaming of the Responses API is not scripted');
+				if (body.stream) return fail(400, 'scripted model: streaming of the Responses API is not scripted');
 				res.writeHead(200, { 'content-type': 'application/json' });
 				return res.end(JSON.stringify(responsesReply(body, entry.move)));
 			}

@@ -64,11 +64,7 @@ export function findRedis() {
 /** Installs Debian packages (as root); when that fails, `apt-get update` and once more (a fresh machine has no lists). */
 export function aptInstall(packages) {
 	const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-	const install = () =>
-		execFileSync('apt-get', ['install', '-y', '--no-install-recommends', ...packages], {
-			env,
-			stdio: ['ignore', 'ignore', 'pipe'],
-		});
+	const install = () => execFileSync('apt-get', ['install', '-y', '--no-install-recommends', ...packages], { env, stdio: ['ignore', 'ignore', 'pipe'] });
 	log(`installing ${packages.join(' ')} with apt-get…`);
 	try {
 		install();
@@ -98,15 +94,7 @@ export function ensureQueueServices() {
 			}
 			aptInstall(missing);
 		} catch (error) {
-			return {
-				ok: false,
-				reason: `apt-get install ${missing.join(' ')} failed: ${String(
-					error.stderr ?? error.message,
-				)
-					.trim()
-					.split('\n')
-					.pop()}`,
-			};
+			return { ok: false, reason: `apt-get install ${missing.join(' ')} failed: ${String(error.stderr ?? error.message).trim().split('\n').pop()}` };
 		}
 		postgres = findPostgres();
 		redis = findRedis();
@@ -131,9 +119,7 @@ function postgresAccount() {
 			return { uid, gid, name };
 		} catch {}
 	}
-	throw new Error(
-		'Running as root and neither a "postgres" nor a "nobody" account exists to run PostgreSQL as',
-	);
+	throw new Error('Running as root and neither a "postgres" nor a "nobody" account exists to run PostgreSQL as');
 }
 
 /**
@@ -141,12 +127,7 @@ function postgresAccount() {
  * exits first or after the timeout). Returns { process, logs(), stop() }; stop() sends SIGTERM (SIGKILL
  * after a grace period) and resolves when it has exited.
  */
-async function startServer(
-	name,
-	command,
-	args,
-	{ spawnOptions = {}, ready, readyTimeoutMs = 60_000 } = {},
-) {
+async function startServer(name, command, args, { spawnOptions = {}, ready, readyTimeoutMs = 60_000 } = {}) {
 	const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...spawnOptions });
 	let output = '';
 	const onData = (chunk) => {
@@ -156,14 +137,11 @@ async function startServer(
 	child.stdout.on('data', onData);
 	child.stderr.on('data', onData);
 	let exited = null;
-	const exit = new Promise((resolve) =>
-		child.on('exit', (code, signal) => resolve((exited = code ?? signal))),
-	);
+	const exit = new Promise((resolve) => child.on('exit', (code, signal) => resolve((exited = code ?? signal))));
 	child.on('error', (error) => (output += `\n${error.message}`));
 	const started = Date.now();
 	for (;;) {
-		if (exited !== null)
-			throw new Error(`${name} exited with ${exited} before it was ready:\n${output}`);
+		if (exited !== null) throw new Error(`${name} exited with ${exited} before it was ready:\n${output}`);
 		if (await ready(output)) break;
 		if (Date.now() - started > readyTimeoutMs) {
 			child.kill('SIGKILL');
@@ -211,27 +189,12 @@ export async function startPostgres({ binaries = findPostgres(), port } = {}) {
 	fs.writeFileSync(path.join(dir, 'password'), `${password}\n`);
 	const account = postgresAccount();
 	if (account) execFileSync('chown', ['-R', `${account.uid}:${account.gid}`, dir]);
-	const asAccount = account
-		? { uid: account.uid, gid: account.gid, env: { ...process.env, HOME: dir } }
-		: {};
+	const asAccount = account ? { uid: account.uid, gid: account.gid, env: { ...process.env, HOME: dir } } : {};
 
 	const init = await new Promise((resolve) => {
 		const child = spawn(
 			binaries.initdb,
-			[
-				'-D',
-				data,
-				'-U',
-				user,
-				'--pwfile',
-				path.join(dir, 'password'),
-				'--auth',
-				'scram-sha-256',
-				'-E',
-				'UTF8',
-				'--no-locale',
-				'--no-sync',
-			],
+			['-D', data, '-U', user, '--pwfile', path.join(dir, 'password'), '--auth', 'scram-sha-256', '-E', 'UTF8', '--no-locale', '--no-sync'],
 			{ stdio: ['ignore', 'pipe', 'pipe'], ...asAccount },
 		);
 		let output = '';
@@ -242,31 +205,21 @@ export async function startPostgres({ binaries = findPostgres(), port } = {}) {
 	});
 	if (init.code !== 0) {
 		removeFolder(dir);
-		throw new Error(
-			`initdb failed (${init.code})${account ? ` as ${account.name}` : ''}:\n${init.output}`,
-		);
+		throw new Error(`initdb failed (${init.code})${account ? ` as ${account.name}` : ''}:\n${init.output}`);
 	}
 
 	const server = await startServer(
 		'postgres',
 		binaries.postgres,
 		[
-			'-D',
-			data,
-			'-p',
-			String(port),
-			'-c',
-			'listen_addresses=127.0.0.1',
-			'-c',
-			`unix_socket_directories=${dir}`,
-			'-c',
-			'fsync=off',
-			'-c',
-			'synchronous_commit=off',
-			'-c',
-			'full_page_writes=off',
-			'-c',
-			'max_connections=60',
+			'-D', data,
+			'-p', String(port),
+			'-c', 'listen_addresses=127.0.0.1',
+			'-c', `unix_socket_directories=${dir}`,
+			'-c', 'fsync=off',
+			'-c', 'synchronous_commit=off',
+			'-c', 'full_page_writes=off',
+			'-c', 'max_connections=60',
 		],
 		{ spawnOptions: asAccount, ready: (output) => output.includes('ready to accept connections') },
 	).catch((error) => {
@@ -275,9 +228,7 @@ export async function startPostgres({ binaries = findPostgres(), port } = {}) {
 	});
 	const connection = { host: '127.0.0.1', port, user, password };
 	try {
-		await withPgClient({ ...connection, database: 'postgres' }, (client) =>
-			client.query(`CREATE DATABASE ${database}`),
-		);
+		await withPgClient({ ...connection, database: 'postgres' }, (client) => client.query(`CREATE DATABASE ${database}`));
 	} catch (error) {
 		await server.stop();
 		removeFolder(dir);
@@ -297,11 +248,7 @@ export async function startPostgres({ binaries = findPostgres(), port } = {}) {
 			DB_POSTGRESDB_PASSWORD: password,
 		},
 		/** Runs SQL on the n8n database; returns the rows. */
-		query: (sql, params = []) =>
-			withPgClient(
-				{ ...connection, database },
-				async (client) => (await client.query(sql, params)).rows,
-			),
+		query: (sql, params = []) => withPgClient({ ...connection, database }, async (client) => (await client.query(sql, params)).rows),
 		logs: server.logs,
 		async stop() {
 			await server.stop();
@@ -365,22 +312,7 @@ export async function startRedis({ binaries = findRedis(), port } = {}) {
 	const server = await startServer(
 		'redis',
 		binaries.server,
-		[
-			'--port',
-			String(port),
-			'--bind',
-			'127.0.0.1',
-			'--dir',
-			dir,
-			'--save',
-			'',
-			'--appendonly',
-			'no',
-			'--daemonize',
-			'no',
-			'--loglevel',
-			'warning',
-		],
+		['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--loglevel', 'warning'],
 		{ ready: () => redisPing(port) },
 	).catch((error) => {
 		removeFolder(dir);

@@ -65,10 +65,7 @@ describe('Stop in a running n8n 2.41.1', () => {
 
 	const rest = async (method, route, body) => {
 		const answer = await session.request(method, `/rest${route}`, body);
-		assert.ok(
-			answer.status < 300,
-			`${method} ${route}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`,
-		);
+		assert.ok(answer.status < 300, `${method} ${route}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
 		return answer.body.data;
 	};
 
@@ -78,10 +75,7 @@ describe('Stop in a running n8n 2.41.1', () => {
 		relay = await startRelay(Number(new URL(emulator.baseUrl).port));
 		const tarball = process.env.IMAGEPACK_TARBALL ?? (await packPackage());
 		userFolder = await createUserFolder({ tarball });
-		const credential = {
-			...emulatorCredential(emulator),
-			data: { baseUrl: relay.url, apiKey: emulator.apiKey },
-		};
+		const credential = { ...emulatorCredential(emulator), data: { baseUrl: relay.url, apiKey: emulator.apiKey } };
 		await importCredential(userFolder.dir, credential);
 		const nodes = [
 			{
@@ -91,12 +85,7 @@ describe('Stop in a running n8n 2.41.1', () => {
 				typeVersion: 2,
 				position: [0, 0],
 				webhookId: '5b0e6a3c-4e0f-4a39-9f6a-0c7d2e1f3a11',
-				parameters: {
-					httpMethod: 'POST',
-					path: 'imagepack-stop',
-					responseMode: 'onReceived',
-					options: {},
-				},
+				parameters: { httpMethod: 'POST', path: 'imagepack-stop', responseMode: 'onReceived', options: {} },
 			},
 			{
 				id: 'split',
@@ -134,10 +123,7 @@ describe('Stop in a running n8n 2.41.1', () => {
 		n8n = await startN8n({
 			userFolder: userFolder.dir,
 			echo: !!process.env.E2E_ECHO,
-			env: {
-				N8N_SECURE_COOKIE: 'false',
-				...ownerEnv({ ...OWNER, firstName: 'Stop', lastName: 'Test' }),
-			},
+			env: { N8N_SECURE_COOKIE: 'false', ...ownerEnv({ ...OWNER, firstName: 'Stop', lastName: 'Test' }) },
 		});
 		session = await restSession(n8n.url, OWNER);
 	});
@@ -157,11 +143,7 @@ describe('Stop in a running n8n 2.41.1', () => {
 					method: 'POST',
 					headers: { 'content-type': 'application/json' },
 					body: JSON.stringify({
-						prompts: [
-							{ prompt: 'a red shoe' },
-							{ prompt: 'a blue shoe' },
-							{ prompt: 'a green shoe' },
-						],
+						prompts: [{ prompt: 'a red shoe' }, { prompt: 'a blue shoe' }, { prompt: 'a green shoe' }],
 					}),
 				});
 				return response.status !== 404 && response;
@@ -171,28 +153,17 @@ describe('Stop in a running n8n 2.41.1', () => {
 		assert.equal(hook.status, 200, await hook.text());
 
 		// The emulator now holds the first generation.
-		await waitFor(
-			async () => (await emulator.control.requests({ route: 'generate' })).length === 1,
-			{
-				timeoutMs: 60_000,
-				what: 'the first generate request',
-			},
-		);
-		const generateConnection = () =>
-			relay.connections.find((c) => c.head.startsWith('POST /api/v1/generate'));
+		await waitFor(async () => (await emulator.control.requests({ route: 'generate' })).length === 1, {
+			timeoutMs: 60_000,
+			what: 'the first generate request',
+		});
+		const generateConnection = () => relay.connections.find((c) => c.head.startsWith('POST /api/v1/generate'));
 		assert.ok(generateConnection(), 'the generate request went through the relay');
-		assert.equal(
-			generateConnection().closed,
-			false,
-			'the connection is open while the emulator holds it',
-		);
+		assert.equal(generateConnection().closed, false, 'the connection is open while the emulator holds it');
 
 		const running = await waitFor(
 			async () => {
-				const list = await rest(
-					'GET',
-					`/executions?filter=${encodeURIComponent(JSON.stringify({ workflowId: WORKFLOW }))}`,
-				);
+				const list = await rest('GET', `/executions?filter=${encodeURIComponent(JSON.stringify({ workflowId: WORKFLOW }))}`);
 				return (list.results ?? list).find((execution) => execution.status === 'running');
 			},
 			{ timeoutMs: 30_000, what: 'the running execution' },
@@ -200,10 +171,7 @@ describe('Stop in a running n8n 2.41.1', () => {
 		await rest('POST', `/executions/${running.id}/stop`);
 
 		// n8n closed the request: the relay saw the client side go, long before the emulator would answer.
-		await waitFor(() => generateConnection().closed, {
-			timeoutMs: 30_000,
-			what: 'the generate connection to close',
-		});
+		await waitFor(() => generateConnection().closed, { timeoutMs: 30_000, what: 'the generate connection to close' });
 		assert.equal(generateConnection().closedByClient || generateConnection().closed, true);
 
 		// Nothing hangs: the execution reaches a final state.

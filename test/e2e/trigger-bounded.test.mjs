@@ -8,27 +8,12 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 
-import {
-	emulatorCredential,
-	node,
-	startTestEmulator,
-	waitFor,
-	withCredential,
-} from './fixtures.mjs';
-import {
-	createUserFolder,
-	importCredential,
-	importWorkflow,
-	packPackage,
-	publishWorkflow,
-	readExecutions,
-	startN8n,
-} from './n8n.mjs';
+import { emulatorCredential, node, startTestEmulator, waitFor, withCredential } from './fixtures.mjs';
+import { createUserFolder, importCredential, importWorkflow, packPackage, publishWorkflow, readExecutions, startN8n } from './n8n.mjs';
 
 const TRIGGER = 'On new publication';
 const MAX_PER_POLL = 50;
-const log = (message) =>
-	process.env.E2E_QUIET || process.stderr.write(`[trigger-bounded] ${message}\n`);
+const log = (message) => process.env.E2E_QUIET || process.stderr.write(`[trigger-bounded] ${message}\n`);
 
 describe('trigger in a running n8n: Max Publications per Poll and a server announcing overlap 400', () => {
 	const cleanups = [];
@@ -44,10 +29,7 @@ describe('trigger in a running n8n: Max Publications per Poll and a server annou
 		await control.publishBulk({ count: 240, images: 12 });
 
 		const id = 'e2eTriggerBounded1';
-		const everySecond = Array.from({ length: 60 }, (_, second) => ({
-			mode: 'custom',
-			cronExpression: `${second} * * * * *`,
-		}));
+		const everySecond = Array.from({ length: 60 }, (_, second) => ({ mode: 'custom', cronExpression: `${second} * * * * *` }));
 		const workflow = {
 			id,
 			name: 'e2e: trigger with Max Publications per Poll, overlap 400',
@@ -62,9 +44,7 @@ describe('trigger in a running n8n: Max Publications per Poll and a server annou
 			connections: {},
 			settings: { executionOrder: 'v1' },
 		};
-		const userFolder = await createUserFolder({
-			tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()),
-		});
+		const userFolder = await createUserFolder({ tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()) });
 		cleanups.push(() => userFolder.cleanup());
 		const credential = emulatorCredential(emulator);
 		await importCredential(userFolder.dir, credential);
@@ -74,20 +54,10 @@ describe('trigger in a running n8n: Max Publications per Poll and a server annou
 		const n8n = await startN8n({ userFolder: userFolder.dir, echo: !!process.env.E2E_ECHO });
 		cleanups.push(() => n8n.stop());
 		const delivered = async () => {
-			const done = (await readExecutions(userFolder.dir, id)).filter(
-				(e) => e.status !== 'running' && e.status !== 'new',
-			);
-			return {
-				executions: done,
-				items: done.flatMap((e) => e.nodeOutput(TRIGGER).map((item) => item.json)),
-			};
+			const done = (await readExecutions(userFolder.dir, id)).filter((e) => e.status !== 'running' && e.status !== 'new');
+			return { executions: done, items: done.flatMap((e) => e.nodeOutput(TRIGGER).map((item) => item.json)) };
 		};
-		const until = (count, what) =>
-			waitFor(async () => (await delivered()).items.length >= count, {
-				timeoutMs: 180_000,
-				intervalMs: 1000,
-				what,
-			});
+		const until = (count, what) => waitFor(async () => (await delivered()).items.length >= count, { timeoutMs: 180_000, intervalMs: 1000, what });
 
 		await until(240, 'the backlog of 240');
 		// A publication allocated now commits late: 300 newer ones become visible first.
@@ -107,15 +77,8 @@ describe('trigger in a running n8n: Max Publications per Poll and a server annou
 		assert.ok(ids.includes(late.id), 'the late commit is delivered');
 		const sizes = executions.map((e) => e.nodeOutput(TRIGGER).length).filter((size) => size > 0);
 		assert.ok(Math.max(...sizes) <= MAX_PER_POLL, `no execution above ${MAX_PER_POLL}: ${sizes}`);
-		assert.ok(
-			items.every((item) => item.manifest?.blocks?.length),
-			'every item carries its manifest',
-		);
-		assert.deepEqual(
-			executions.filter((e) => e.status !== 'success').map((e) => e.status),
-			[],
-			'no failed poll',
-		);
+		assert.ok(items.every((item) => item.manifest?.blocks?.length), 'every item carries its manifest');
+		assert.deepEqual(executions.filter((e) => e.status !== 'success').map((e) => e.status), [], 'no failed poll');
 		log(JSON.stringify({ executions: sizes.length, sizes: [...new Set(sizes)] }));
 	});
 });

@@ -19,13 +19,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 
-import {
-	emulatorCredential,
-	node,
-	startTestEmulator,
-	waitFor,
-	withCredential,
-} from './fixtures.mjs';
+import { emulatorCredential, node, startTestEmulator, waitFor, withCredential } from './fixtures.mjs';
 import {
 	createUserFolder,
 	importCredential,
@@ -44,9 +38,7 @@ const BACKLOG = Number(process.env.E2E_SCHEDULER_BACKLOG ?? 400);
  * credential is read once per poll): the default latency makes a poll take about a quarter of the
  * backlog (480 ms for 400).
  */
-const LATENCY_MS = Number(
-	process.env.E2E_SCHEDULER_LATENCY_MS ?? Math.max(80, Math.ceil((12_000 * 4) / (BACKLOG / 4))),
-);
+const LATENCY_MS = Number(process.env.E2E_SCHEDULER_LATENCY_MS ?? Math.max(80, Math.ceil((12_000 * 4) / (BACKLOG / 4))));
 const SCHEDULERS = (process.env.E2E_SCHEDULERS ?? 'legacy,durable').split(',');
 const TRIGGER = 'On new publication';
 const DURABLE_ENV = {
@@ -85,12 +77,7 @@ for (const scheduler of SCHEDULERS) {
 				name: `e2e: trigger under the ${scheduler} scheduler`,
 				nodes: [
 					node(TRIGGER, 'n8n-nodes-imagepack.imagePackTrigger', {
-						pollTimes: {
-							item: [0, 15, 30, 45].map((second) => ({
-								mode: 'custom',
-								cronExpression: `${second} * * * * *`,
-							})),
-						},
+						pollTimes: { item: [0, 15, 30, 45].map((second) => ({ mode: 'custom', cronExpression: `${second} * * * * *` })) },
 						startFrom: 'beginning',
 						includeManifest: true,
 					}),
@@ -138,32 +125,16 @@ for (const scheduler of SCHEDULERS) {
 			const startedAt = Date.now();
 			await start();
 			const third = Math.floor(BACKLOG / 3);
-			const before = await progress(
-				third,
-				drainBoundMs,
-				`${third} publications delivered before the restart`,
-			);
-			log(
-				`${scheduler}: ${before.items.length} delivered after ${Math.round((Date.now() - startedAt) / 1000)} s; restarting n8n mid-drain`,
-			);
+			const before = await progress(third, drainBoundMs, `${third} publications delivered before the restart`);
+			log(`${scheduler}: ${before.items.length} delivered after ${Math.round((Date.now() - startedAt) / 1000)} s; restarting n8n mid-drain`);
 			await n8n.stop();
 			n8n = null;
 			await start();
 			// Once polls deliver again, one manifest request hangs 20 s, longer than the 15 s to the next
 			// poll time: the poll cuts it at its deadline (95 % of 15 s) and delivers what it completed.
 			await progress(before.items.length + 1, drainBoundMs, 'a delivery after the restart');
-			await control.injectFault({
-				route: 'getPublication',
-				kind: 'slow',
-				when: 'before',
-				delayMs: 20_000,
-				count: 1,
-			});
-			await progress(
-				BACKLOG - 1,
-				drainBoundMs,
-				`all ${BACKLOG - 1} committed publications delivered`,
-			);
+			await control.injectFault({ route: 'getPublication', kind: 'slow', when: 'before', delayMs: 20_000, count: 1 });
+			await progress(BACKLOG - 1, drainBoundMs, `all ${BACKLOG - 1} committed publications delivered`);
 			const drainSeconds = (Date.now() - startedAt) / 1000;
 
 			// Then a late commit (an id below the cursor, inside the re-read window) and a (pack_id,
@@ -186,15 +157,10 @@ for (const scheduler of SCHEDULERS) {
 			assert.equal(new Set(keys).size, keys.length, 'no (pack_id, version) delivered twice');
 			assert.equal(ids.length, BACKLOG, `all ${BACKLOG} delivered (got ${ids.length})`);
 			assert.ok(ids.includes(late.id), 'the late commit is delivered');
-			assert.ok(
-				final.items.every((item) => item.manifest?.schemaVersion),
-				'every item carries its manifest',
-			);
+			assert.ok(final.items.every((item) => item.manifest?.schemaVersion), 'every item carries its manifest');
 			const errors = final.failed.map((e) => e.run?.resultData?.error?.message ?? e.status);
 			assert.ok(
-				!errors.some((message) =>
-					/connection to the Image Pack API failed|network error/i.test(message),
-				),
+				!errors.some((message) => /connection to the Image Pack API failed|network error/i.test(message)),
 				`no poll reported as a network error: ${JSON.stringify(errors)}`,
 			);
 
@@ -215,10 +181,7 @@ for (const scheduler of SCHEDULERS) {
 				restartAfter: before.items.length,
 			};
 			if (scheduler === 'durable') {
-				const [state] = await querySqlite(
-					userFolder.dir,
-					'SELECT length(cursor) AS bytes FROM poller_state',
-				);
+				const [state] = await querySqlite(userFolder.dir, 'SELECT length(cursor) AS bytes FROM poller_state');
 				figures.pollerStateBytes = state?.bytes;
 			}
 			log(JSON.stringify(figures));

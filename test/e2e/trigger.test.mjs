@@ -44,9 +44,7 @@ const TRIGGER_NODE = 'On new publication';
 const FIRST_POLL_AFTER_S = Number(process.env.E2E_FIRST_POLL_AFTER_S ?? 40);
 
 /** Both workflows poll once a minute at second `second` (n8n refuses polls more often than once a minute). */
-const everyMinuteAt = (second) => ({
-	item: [{ mode: 'custom', cronExpression: `${second} * * * * *` }],
-});
+const everyMinuteAt = (second) => ({ item: [{ mode: 'custom', cronExpression: `${second} * * * * *` }] });
 
 describe('trigger in a running n8n 2.41.1', () => {
 	let emulator;
@@ -58,16 +56,14 @@ describe('trigger in a running n8n 2.41.1', () => {
 	const seen = {};
 
 	const ids = (execution) => execution.nodeOutput(TRIGGER_NODE).map((item) => item.json.id);
-	const listPolls = async () =>
-		(await emulator.control.requests({ route: 'listPublications' })).length;
+	const listPolls = async () => (await emulator.control.requests({ route: 'listPublications' })).length;
 
 	async function start() {
 		n8n = await startN8n({ userFolder: userFolder.dir, echo: !!process.env.E2E_ECHO });
 		return n8n;
 	}
 
-	const executionsSettled = (workflowId, count) =>
-		waitForFinishedExecutions(userFolder.dir, workflowId, count);
+	const executionsSettled = (workflowId, count) => waitForFinishedExecutions(userFolder.dir, workflowId, count);
 
 	before(async () => {
 		emulator = await startTestEmulator();
@@ -93,14 +89,9 @@ describe('trigger in a running n8n 2.41.1', () => {
 			settings: { executionOrder: 'v1' },
 		};
 
-		userFolder = await createUserFolder({
-			tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()),
-		});
+		userFolder = await createUserFolder({ tarball: process.env.IMAGEPACK_TARBALL || (await packPackage()) });
 		await importCredential(userFolder.dir, credential);
-		await importWorkflow(userFolder.dir, [
-			withCredential(listing, credential),
-			withCredential(beginning, credential),
-		]);
+		await importWorkflow(userFolder.dir, [withCredential(listing, credential), withCredential(beginning, credential)]);
 		await publishWorkflow(userFolder.dir, LISTING);
 		await publishWorkflow(userFolder.dir, BEGINNING);
 		log(`timed polls at second ${second} of every minute`);
@@ -125,13 +116,10 @@ describe('trigger in a running n8n 2.41.1', () => {
 		assert.ok(record.manifest.blocks.some((block) => block.type === 'images'));
 
 		// The Now workflow's activation poll has run too (n8n activates workflows one after the other).
-		await waitFor(
-			async () => (await readStaticData(userFolder.dir, LISTING))?.[`node:${TRIGGER_NODE}`],
-			{
-				timeoutMs: 30_000,
-				what: 'the listing trigger’s static data after activation',
-			},
-		);
+		await waitFor(async () => (await readStaticData(userFolder.dir, LISTING))?.[`node:${TRIGGER_NODE}`], {
+			timeoutMs: 30_000,
+			what: 'the listing trigger’s static data after activation',
+		});
 		assert.deepEqual(await readExecutions(userFolder.dir, LISTING), []);
 		seen.activationPolls = await listPolls();
 	});
@@ -140,17 +128,11 @@ describe('trigger in a running n8n 2.41.1', () => {
 		// L gets the lowest new id but stays invisible until after the timed poll.
 		seen.late = await emulator.control.publish({ packId: 'pk_late', commit: false });
 		seen.p2 = await emulator.control.publish({ packId: 'pk_shoes' });
-		seen.p3 = await emulator.control.publish({
-			packId: 'pk_bags',
-			schemaVersion: 2,
-			publishedAt: Date.parse('2026-08-01T00:00:00Z'),
-		});
+		seen.p3 = await emulator.control.publish({ packId: 'pk_bags', schemaVersion: 2, publishedAt: Date.parse('2026-08-01T00:00:00Z') });
 		seen.deleted = seen.p3.manifest.slots[1].items[0].imageId;
 		await emulator.control.deleteImage(seen.deleted);
 		assert.ok(seen.late.id < seen.p2.id);
-		log(
-			`published L=${seen.late.id} (uncommitted), P2=${seen.p2.id}, P3=${seen.p3.id}; waiting for the timed poll…`,
-		);
+		log(`published L=${seen.late.id} (uncommitted), P2=${seen.p2.id}, P3=${seen.p3.id}; waiting for the timed poll…`);
 
 		const executions = await executionsSettled(BEGINNING, 2);
 		assert.deepEqual(ids(executions[1]), [seen.p2.id, seen.p3.id]);
@@ -158,9 +140,7 @@ describe('trigger in a running n8n 2.41.1', () => {
 		assert.equal(listing.status, 'success', JSON.stringify(listing.run?.resultData?.error));
 		if (process.env.E2E_DEBUG) {
 			for (const [name, runs] of Object.entries(listing.run.resultData.runData)) {
-				log(
-					`${name}: ${JSON.stringify(runs.at(-1).data?.main?.[0]?.map((item) => item.json)).slice(0, 600)}`,
-				);
+				log(`${name}: ${JSON.stringify(runs.at(-1).data?.main?.[0]?.map((item) => item.json)).slice(0, 600)}`);
 			}
 		}
 		assert.deepEqual(ids(listing), [seen.p2.id, seen.p3.id]);
@@ -219,23 +199,13 @@ describe('trigger in a running n8n 2.41.1', () => {
 				if (group.type === 'text') note = group.content;
 				for (const item of group.items ?? []) {
 					const groupNote = record.manifest.slots ? (group.note ?? null) : note;
-					if (item.download_url)
-						expected.push({
-							publication: record,
-							imageId: item.imageId,
-							note: groupNote,
-							position,
-						});
+					if (item.download_url) expected.push({ publication: record, imageId: item.imageId, note: groupNote, position });
 					position++;
 				}
 			}
 		}
 		assert.ok(expected.length >= 7, `${expected.length} images expected`);
-		assert.equal(
-			collector.requests.length,
-			expected.length,
-			JSON.stringify(collector.requests.map((r) => r.path)),
-		);
+		assert.equal(collector.requests.length, expected.length, JSON.stringify(collector.requests.map((r) => r.path)));
 		for (const [index, want] of expected.entries()) {
 			const got = collector.requests[index];
 			assert.equal(got.method, 'POST');
@@ -248,11 +218,7 @@ describe('trigger in a running n8n 2.41.1', () => {
 			assert.ok(file, `request ${index} has the image`);
 			assert.equal(file.type, 'image/png');
 			assert.equal(sha256(file.bytes), images.get(want.imageId).sha256);
-			assert.equal(
-				got.headers.authorization,
-				undefined,
-				'the Image Pack key never goes to the listing service',
-			);
+			assert.equal(got.headers.authorization, undefined, 'the Image Pack key never goes to the listing service');
 		}
 		assert.ok(!expected.some((want) => want.imageId === seen.deleted));
 		const files = await emulator.control.requests({ listener: 'files' });

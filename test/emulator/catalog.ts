@@ -19,13 +19,7 @@ export const RATIOS: readonly Ratio[] = ['1:1', '3:4', '4:5', '16:9', '9:16'];
 export const RESOLUTIONS: readonly Resolution[] = ['1K', '2K', '4K'];
 export const QUALITIES: readonly Quality[] = ['low', 'medium', 'high'];
 export const N_VALUES: readonly number[] = [1, 2, 4];
-export const PURPOSES: readonly PurposeId[] = [
-	'free',
-	'main_white',
-	'detail',
-	'buyer_show',
-	'pure_white',
-];
+export const PURPOSES: readonly PurposeId[] = ['free', 'main_white', 'detail', 'buyer_show', 'pure_white'];
 export const DEFAULT_RATIO: Ratio = '3:4';
 export const DEFAULT_QUALITY: Quality = 'medium';
 export const DEFAULT_PURPOSE: PurposeId = 'free';
@@ -148,9 +142,9 @@ export function chooseAutoModel(
 	const preferred: ModelId = promptWantsText(prompt) ? 'gpt-image-2' : 'nano-banana-2';
 	const order: ModelId[] = [
 		preferred,
-		...(
-			['gpt-image-2', 'nano-banana-2', 'seedream-5-0-pro', 'qwen-image-3.0-pro'] as ModelId[]
-		).filter((id) => id !== preferred),
+		...(['gpt-image-2', 'nano-banana-2', 'seedream-5-0-pro', 'qwen-image-3.0-pro'] as ModelId[]).filter(
+			(id) => id !== preferred,
+		),
 	];
 	return order.find((id) => {
 		const spec = MODELS[id];
@@ -169,10 +163,7 @@ export const LONG_SIDE: Record<Resolution, number> = { '1K': 1024, '2K': 2048, '
  * Pixel size for ratio × resolution. The long side is exact; the short side is long × ratio rounded
  * to a multiple of 4 (only 4:5 needs rounding: 820×1024, 1640×2048, 3276×4096).
  */
-export function dimensions(
-	ratio: Ratio,
-	resolution: Resolution,
-): { width: number; height: number } {
+export function dimensions(ratio: Ratio, resolution: Resolution): { width: number; height: number } {
 	const [w, h] = ratio.split(':').map(Number);
 	const long = LONG_SIDE[resolution];
 	const short = Math.round((long * Math.min(w, h)) / Math.max(w, h) / 4) * 4;

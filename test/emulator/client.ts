@@ -60,12 +60,7 @@ export interface PublishOptions {
 	/** Omitted → 2 when publishedAt is before 2026-09-10, else 3. */
 	schemaVersion?: 2 | 3;
 	/** A whole manifest; its blocks/slots are used like `blocks`/`slots` below. */
-	manifest?: {
-		schemaVersion?: number;
-		blocks?: ManifestGroup[];
-		slots?: ManifestGroup[];
-		[field: string]: unknown;
-	};
+	manifest?: { schemaVersion?: number; blocks?: ManifestGroup[]; slots?: ManifestGroup[]; [field: string]: unknown };
 	/** schemaVersion 3 blocks; image items without imageId (or with an unknown one) get a seeded image. */
 	blocks?: ManifestGroup[];
 	/** schemaVersion 2 slots. */
@@ -182,11 +177,7 @@ export class EmulatorControl {
 		this.base = `${baseUrl.replace(/\/+$/, '')}/_emulator`;
 	}
 
-	private async call<T>(
-		method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
-		path: string,
-		body?: unknown,
-	): Promise<T> {
+	private async call<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
 		const res = await request(this.base + path, {
 			method,
 			headers: body === undefined ? {} : { 'content-type': 'application/json' },
@@ -212,18 +203,13 @@ export class EmulatorControl {
 	}
 
 	// accounts and keys
-	createAccount(
-		options: { credits?: number; ageDays?: number; accountId?: string } = {},
-	): Promise<AccountView> {
+	createAccount(options: { credits?: number; ageDays?: number; accountId?: string } = {}): Promise<AccountView> {
 		return this.call('POST', '/accounts', options);
 	}
 	getAccount(accountId: string): Promise<AccountView> {
 		return this.call('GET', `/accounts/${encodeURIComponent(accountId)}`);
 	}
-	updateAccount(
-		accountId: string,
-		patch: { credits?: number; ageDays?: number },
-	): Promise<AccountView> {
+	updateAccount(accountId: string, patch: { credits?: number; ageDays?: number }): Promise<AccountView> {
 		return this.call('PATCH', `/accounts/${encodeURIComponent(accountId)}`, patch);
 	}
 	setCredits(accountId: string, credits: number): Promise<AccountView> {
@@ -233,13 +219,7 @@ export class EmulatorControl {
 		return this.updateAccount(accountId, { ageDays });
 	}
 	createKey(
-		options: {
-			accountId?: string;
-			scopes?: string[];
-			expiresAt?: number | null;
-			name?: string;
-			key?: string;
-		} = {},
+		options: { accountId?: string; scopes?: string[]; expiresAt?: number | null; name?: string; key?: string } = {},
 	): Promise<KeyView> {
 		return this.call('POST', '/keys', options);
 	}
@@ -264,21 +244,13 @@ export class EmulatorControl {
 	getPublication(id: number): Promise<PublicationView> {
 		return this.call('GET', `/publications/${id}`);
 	}
-	publishBulk(
-		options: BulkOptions,
-	): Promise<{ firstId: number; lastId: number; count: number; packIds?: string[] }> {
+	publishBulk(options: BulkOptions): Promise<{ firstId: number; lastId: number; count: number; packIds?: string[] }> {
 		return this.call('POST', '/publications/bulk', options);
 	}
 
 	// images
 	seedImages(
-		options: {
-			accountId?: string;
-			count?: number;
-			ratio?: Ratio;
-			resolution?: Resolution;
-			ids?: string[];
-		} = {},
+		options: { accountId?: string; count?: number; ratio?: Ratio; resolution?: Resolution; ids?: string[] } = {},
 	): Promise<{ images: ImageView[] }> {
 		return this.call('POST', '/images', options);
 	}
@@ -294,10 +266,7 @@ export class EmulatorControl {
 		return this.call('POST', '/images/delete', EmulatorControl.imageArgs(accountIdOrImage, image));
 	}
 	/** Retention clean-up; published images are protected (`protected: true`, not cleaned). */
-	cleanImage(
-		accountIdOrImage: string,
-		image?: string,
-	): Promise<ImageView & { protected: boolean }> {
+	cleanImage(accountIdOrImage: string, image?: string): Promise<ImageView & { protected: boolean }> {
 		return this.call('POST', '/images/clean', EmulatorControl.imageArgs(accountIdOrImage, image));
 	}
 	private static imageArgs(a: string, b?: string) {
@@ -313,9 +282,7 @@ export class EmulatorControl {
 	latency(): Promise<Record<string, number>> {
 		return this.call('GET', '/latency');
 	}
-	injectFault(
-		fault: FaultOptions,
-	): Promise<{ id: number; route: string; kind: string; when: string; remaining: number }> {
+	injectFault(fault: FaultOptions): Promise<{ id: number; route: string; kind: string; when: string; remaining: number }> {
 		return this.call('POST', '/faults', fault);
 	}
 	faults(): Promise<FaultView[]> {
@@ -335,9 +302,7 @@ export class EmulatorControl {
 		return this.call('PUT', '/reread-overlap', { overlap });
 	}
 	/** perKeyPerMinute null (or omitted) turns the limit off. */
-	setRateLimit(options: {
-		perKeyPerMinute?: number | null;
-	}): Promise<{ perKeyPerMinute: number | null }> {
+	setRateLimit(options: { perKeyPerMinute?: number | null }): Promise<{ perKeyPerMinute: number | null }> {
 		return this.call('PUT', '/rate-limit', { perKeyPerMinute: options.perKeyPerMinute ?? null });
 	}
 
@@ -353,17 +318,13 @@ export class EmulatorControl {
 	}
 
 	// inspection
-	requests(
-		filter: { route?: RouteName | 'unknown'; listener?: 'api' | 'files' } = {},
-	): Promise<RequestLogEntry[]> {
+	requests(filter: { route?: RouteName | 'unknown'; listener?: 'api' | 'files' } = {}): Promise<RequestLogEntry[]> {
 		return this.call('GET', `/requests${EmulatorControl.qs(filter)}`);
 	}
 	clearRequests(): Promise<void> {
 		return this.call('DELETE', '/requests');
 	}
-	ledger(
-		accountId?: string,
-	): Promise<{ accountId: string; balance: number; entries: LedgerEntry[] }> {
+	ledger(accountId?: string): Promise<{ accountId: string; balance: number; entries: LedgerEntry[] }> {
 		return this.call('GET', `/ledger${EmulatorControl.qs({ accountId })}`);
 	}
 	turns(accountId?: string): Promise<TurnView[]> {

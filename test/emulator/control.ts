@@ -28,10 +28,7 @@ const schemas = {
 		credits: z.number().int().optional(),
 		ageDays: z.number().min(0).optional(),
 	}),
-	accountPatch: z.object({
-		credits: z.number().int().optional(),
-		ageDays: z.number().min(0).optional(),
-	}),
+	accountPatch: z.object({ credits: z.number().int().optional(), ageDays: z.number().min(0).optional() }),
 	key: z.object({
 		accountId: z.string().optional(),
 		scopes: z.array(z.string()).optional(),
@@ -45,11 +42,7 @@ const schemas = {
 		packId: z.string().min(1).optional(),
 		schemaVersion: z.union([z.literal(2), z.literal(3)]).optional(),
 		manifest: z
-			.object({
-				schemaVersion: z.number().optional(),
-				blocks: z.array(group).optional(),
-				slots: z.array(group).optional(),
-			})
+			.object({ schemaVersion: z.number().optional(), blocks: z.array(group).optional(), slots: z.array(group).optional() })
 			.passthrough()
 			.optional(),
 		blocks: z.array(group).optional(),
@@ -68,12 +61,7 @@ const schemas = {
 		publishedAt: z.number().int().optional(),
 		stepMs: z.number().int().min(0).optional(),
 		images: z.number().int().min(0).max(1000).optional(),
-		noteChars: z
-			.number()
-			.int()
-			.min(0)
-			.max(32 * 1024 * 1024)
-			.optional(),
+		noteChars: z.number().int().min(0).max(32 * 1024 * 1024).optional(),
 	}),
 	seed: z.object({
 		accountId: z.string().optional(),
@@ -102,13 +90,7 @@ const schemas = {
 		fail: z.boolean().optional(),
 		downgrade: z.object({ ratio: ratio.optional(), resolution: resolution.optional() }).optional(),
 		warnings: z
-			.array(
-				z.object({
-					type: z.enum(['unsupported', 'downgraded']),
-					feature: z.string(),
-					details: z.string().optional(),
-				}),
-			)
+			.array(z.object({ type: z.enum(['unsupported', 'downgraded']), feature: z.string(), details: z.string().optional() }))
 			.optional(),
 		durationMs: z.number().min(0).optional(),
 		count: z.number().int().min(1).optional(),
@@ -125,8 +107,7 @@ function parse<T>(schema: z.ZodType<T>, body: unknown): T {
 	let value = body;
 	if (typeof body === 'string') {
 		const parsed = body.trim() === '' ? { ok: true as const, value: {} } : parseJson(body);
-		if (!parsed.ok)
-			throw new ApiError(400, 'invalid_request', 'control API body is not valid JSON');
+		if (!parsed.ok) throw new ApiError(400, 'invalid_request', 'control API body is not valid JSON');
 		value = parsed.value;
 	}
 	const result = schema.safeParse(value ?? {});
@@ -179,8 +160,7 @@ function normaliseGroups(state: EmulatorState, accountId: string, groups: Group[
 			if (image && image.accountId !== accountId) {
 				throw new ApiError(400, 'invalid_request', `image ${image.id} belongs to another account`);
 			}
-			if (!image)
-				image = state.addImage(accountId, width, height, null, rest.imageId as string | undefined);
+			if (!image) image = state.addImage(accountId, width, height, null, rest.imageId as string | undefined);
 			image.published = true;
 			return { ...rest, imageId: image.id };
 		});
@@ -207,12 +187,7 @@ function sizedGroups(images: number, noteChars = 0): Group[] {
 		const content = group === 0 && noteChars > note.length ? note.padEnd(noteChars, ' 注意') : note;
 		groups.push({ id: blockId(), type: 'text', content });
 		const count = Math.min(10, images - at);
-		if (count > 0)
-			groups.push({
-				id: blockId(),
-				type: 'images',
-				items: Array.from({ length: count }, () => ({})),
-			});
+		if (count > 0) groups.push({ id: blockId(), type: 'images', items: Array.from({ length: count }, () => ({})) });
 	}
 	return groups;
 }
@@ -235,11 +210,7 @@ function defaultGroups(schemaVersion: 2 | 3): Group[] {
 }
 
 /** Builds and freezes the manifest of a publication (schemaVersion from the body, or from publishedAt). */
-function buildPublication(
-	state: EmulatorState,
-	body: z.infer<typeof schemas.publish>,
-	accountId: string,
-) {
+function buildPublication(state: EmulatorState, body: z.infer<typeof schemas.publish>, accountId: string) {
 	const explicit = body.schemaVersion ?? (body.manifest?.schemaVersion as 2 | 3 | undefined);
 	if (explicit !== undefined && explicit !== 2 && explicit !== 3) {
 		throw new ApiError(400, 'invalid_request', 'schemaVersion must be 2 or 3');
@@ -247,8 +218,7 @@ function buildPublication(
 	const schemaVersion: 2 | 3 =
 		explicit ?? (body.publishedAt !== undefined && body.publishedAt < SCHEMA_V3_FROM ? 2 : 3);
 	const publishedAt =
-		body.publishedAt ??
-		(schemaVersion === 2 ? Math.min(state.now(), SCHEMA_V3_FROM - 30 * DAY_MS) : state.now());
+		body.publishedAt ?? (schemaVersion === 2 ? Math.min(state.now(), SCHEMA_V3_FROM - 30 * DAY_MS) : state.now());
 	if ((schemaVersion === 2) !== publishedAt < SCHEMA_V3_FROM) {
 		throw new ApiError(
 			400,
@@ -257,42 +227,25 @@ function buildPublication(
 		);
 	}
 	const key = schemaVersion === 3 ? 'blocks' : 'slots';
-	const given =
-		(schemaVersion === 3 ? body.blocks : body.slots) ??
-		(body.manifest?.[key] as Group[] | undefined);
+	const given = (schemaVersion === 3 ? body.blocks : body.slots) ?? (body.manifest?.[key] as Group[] | undefined);
 	// Other top-level manifest fields are kept verbatim (the snapshot is "untouched").
 	const otherFields = Object.fromEntries(
-		Object.entries(body.manifest ?? {}).filter(
-			([name]) => !['blocks', 'slots', 'schemaVersion'].includes(name),
-		),
+		Object.entries(body.manifest ?? {}).filter(([name]) => !['blocks', 'slots', 'schemaVersion'].includes(name)),
 	);
 	const manifest = deepFreeze({
 		schemaVersion,
 		...otherFields,
-		[key]: normaliseGroups(
-			state,
-			accountId,
-			(given as Group[] | undefined) ?? defaultGroups(schemaVersion),
-		),
+		[key]: normaliseGroups(state, accountId, (given as Group[] | undefined) ?? defaultGroups(schemaVersion)),
 	});
 	return { manifest, publishedAt };
 }
 
 function controlView(state: EmulatorState, id: number) {
 	const record = state.publications.get(id)!;
-	return {
-		...servedPublication(state, record),
-		accountId: record.accountId,
-		committed: record.committed,
-	};
+	return { ...servedPublication(state, record), accountId: record.accountId, committed: record.committed };
 }
 
-export function registerControlRoutes(
-	app: FastifyInstance,
-	runtime: Runtime,
-	reset: () => EmulatorState,
-	info: () => unknown,
-) {
+export function registerControlRoutes(app: FastifyInstance, runtime: Runtime, reset: () => EmulatorState, info: () => unknown) {
 	const p = CONTROL_PREFIX;
 	const s = () => runtime.state;
 	type Handler = (req: FastifyRequest) => unknown;
@@ -301,31 +254,18 @@ export function registerControlRoutes(
 			const result = await handler(req);
 			return reply.code(200).send(result ?? { ok: true });
 		} catch (err) {
-			const apiError =
-				err instanceof ApiError ? err : new ApiError(500, 'internal_error', String(err));
+			const apiError = err instanceof ApiError ? err : new ApiError(500, 'internal_error', String(err));
 			return reply.code(apiError.status).send(errorBody(apiError, 'req_control'));
 		}
 	};
 	const query = (req: FastifyRequest) => req.query as Record<string, string | undefined>;
 	const accountOf = (req: FastifyRequest) => s().account(query(req).accountId);
 
-	app.post(
-		`${p}/reset`,
-		wrap(() => (reset(), info())),
-	);
-	app.get(
-		`${p}/info`,
-		wrap(() => info()),
-	);
+	app.post(`${p}/reset`, wrap(() => (reset(), info())));
+	app.get(`${p}/info`, wrap(() => info()));
 
-	app.post(
-		`${p}/accounts`,
-		wrap((req) => s().accountView(s().createAccount(parse(schemas.account, req.body)))),
-	);
-	app.get(
-		`${p}/accounts/:accountId`,
-		wrap((req) => s().accountView(s().account((req.params as { accountId: string }).accountId))),
-	);
+	app.post(`${p}/accounts`, wrap((req) => s().accountView(s().createAccount(parse(schemas.account, req.body)))));
+	app.get(`${p}/accounts/:accountId`, wrap((req) => s().accountView(s().account((req.params as { accountId: string }).accountId))));
 	app.patch(
 		`${p}/accounts/:accountId`,
 		wrap((req) => {
@@ -337,10 +277,7 @@ export function registerControlRoutes(
 		}),
 	);
 
-	app.post(
-		`${p}/keys`,
-		wrap((req) => s().createKey(parse(schemas.key, req.body))),
-	);
+	app.post(`${p}/keys`, wrap((req) => s().createKey(parse(schemas.key, req.body))));
 	app.post(
 		`${p}/keys/revoke`,
 		wrap((req) => {
@@ -349,14 +286,7 @@ export function registerControlRoutes(
 			return s().keys.get(key);
 		}),
 	);
-	app.get(
-		`${p}/keys`,
-		wrap((req) =>
-			[...s().keys.values()].filter(
-				(k) => !query(req).accountId || k.accountId === query(req).accountId,
-			),
-		),
-	);
+	app.get(`${p}/keys`, wrap((req) => [...s().keys.values()].filter((k) => !query(req).accountId || k.accountId === query(req).accountId)));
 
 	app.post(
 		`${p}/publications`,
@@ -384,12 +314,7 @@ export function registerControlRoutes(
 			const account = state.account(body.accountId);
 			// One shared frozen manifest keeps 100k records cheap.
 			const sized = body.images !== undefined || body.noteChars !== undefined;
-			if (sized && body.schemaVersion === 2)
-				throw new ApiError(
-					400,
-					'invalid_request',
-					'images and noteChars make schemaVersion 3 manifests',
-				);
+			if (sized && body.schemaVersion === 2) throw new ApiError(400, 'invalid_request', 'images and noteChars make schemaVersion 3 manifests');
 			const { manifest, publishedAt } = buildPublication(
 				state,
 				{
@@ -415,12 +340,7 @@ export function registerControlRoutes(
 				if (i === 0) firstId = record.id;
 				lastId = record.id;
 			}
-			return {
-				firstId,
-				lastId,
-				count: body.count,
-				packIds: packCount <= 100 ? packs.map((pk) => pk.id) : undefined,
-			};
+			return { firstId, lastId, count: body.count, packIds: packCount <= 100 ? packs.map((pk) => pk.id) : undefined };
 		}),
 	);
 	app.post(
@@ -456,18 +376,14 @@ export function registerControlRoutes(
 			const account = state.account(body.accountId);
 			const { width, height } = dimensions(body.ratio ?? '1:1', body.resolution ?? '1K');
 			const ids = body.ids ?? Array.from({ length: body.count ?? 1 }, () => undefined);
-			return {
-				images: ids.map((id) => imageView(state.addImage(account.id, width, height, null, id))),
-			};
+			return { images: ids.map((id) => imageView(state.addImage(account.id, width, height, null, id))) };
 		}),
 	);
 	app.get(
 		`${p}/images`,
 		wrap((req) => {
 			const accountId = query(req).accountId;
-			return [...s().images.values()]
-				.filter((i) => !accountId || i.accountId === accountId)
-				.map(imageView);
+			return [...s().images.values()].filter((i) => !accountId || i.accountId === accountId).map(imageView);
 		}),
 	);
 	app.post(
@@ -499,34 +415,17 @@ export function registerControlRoutes(
 			return Object.fromEntries(s().latency);
 		}),
 	);
-	app.get(
-		`${p}/latency`,
-		wrap(() => Object.fromEntries(s().latency)),
-	);
+	app.get(`${p}/latency`, wrap(() => Object.fromEntries(s().latency)));
 
 	app.post(
 		`${p}/faults`,
 		wrap((req) => {
 			const fault = s().addFault(parse(schemas.fault, req.body) as FaultSpec);
-			return {
-				id: fault.id,
-				route: fault.route,
-				kind: fault.kind,
-				when: fault.when,
-				remaining: fault.remaining,
-			};
+			return { id: fault.id, route: fault.route, kind: fault.kind, when: fault.when, remaining: fault.remaining };
 		}),
 	);
-	app.get(
-		`${p}/faults`,
-		wrap(() =>
-			s().faults.map((f) => ({ id: f.id, ...f.spec, when: f.when, remaining: f.remaining })),
-		),
-	);
-	app.delete(
-		`${p}/faults`,
-		wrap(() => void s().faults.splice(0)),
-	);
+	app.get(`${p}/faults`, wrap(() => s().faults.map((f) => ({ id: f.id, ...f.spec, when: f.when, remaining: f.remaining }))));
+	app.delete(`${p}/faults`, wrap(() => void s().faults.splice(0)));
 
 	app.put(
 		`${p}/generation-behaviour`,
@@ -536,10 +435,7 @@ export function registerControlRoutes(
 			return s().behaviour;
 		}),
 	);
-	app.delete(
-		`${p}/generation-behaviour`,
-		wrap(() => void (s().behaviour = null)),
-	);
+	app.delete(`${p}/generation-behaviour`, wrap(() => void (s().behaviour = null)));
 
 	app.put(
 		`${p}/reread-overlap`,
@@ -583,28 +479,15 @@ export function registerControlRoutes(
 			);
 		}),
 	);
-	app.delete(
-		`${p}/requests`,
-		wrap(() => void s().requestLog.splice(0)),
-	);
+	app.delete(`${p}/requests`, wrap(() => void s().requestLog.splice(0)));
 
 	app.get(
 		`${p}/ledger`,
 		wrap((req) => {
 			const account = accountOf(req);
-			return {
-				accountId: account.id,
-				balance: account.credits,
-				entries: s().ledgers.get(account.id),
-			};
+			return { accountId: account.id, balance: account.credits, entries: s().ledgers.get(account.id) };
 		}),
 	);
-	app.get(
-		`${p}/turns`,
-		wrap((req) => [...s().turns.values()].filter((t) => t.accountId === accountOf(req).id)),
-	);
-	app.get(
-		`${p}/sessions`,
-		wrap((req) => [...s().sessions.values()].filter((x) => x.accountId === accountOf(req).id)),
-	);
+	app.get(`${p}/turns`, wrap((req) => [...s().turns.values()].filter((t) => t.accountId === accountOf(req).id)));
+	app.get(`${p}/sessions`, wrap((req) => [...s().sessions.values()].filter((x) => x.accountId === accountOf(req).id)));
 }

@@ -26,11 +26,7 @@ export function languageOf(acceptLanguage: string | undefined): Language {
 		const [tag, ...params] = part.trim().toLowerCase().split(';');
 		const qParam = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
 		const q = qParam ? Number(qParam.slice(2)) : 1;
-		const lang: Language | undefined = tag.startsWith('en')
-			? 'en'
-			: tag.startsWith('zh')
-				? 'zh'
-				: undefined;
+		const lang: Language | undefined = tag.startsWith('en') ? 'en' : tag.startsWith('zh') ? 'zh' : undefined;
 		if (lang && q > 0 && (!best || q > best.q)) best = { lang, q };
 	}
 	return best?.lang ?? 'zh';
@@ -71,11 +67,7 @@ export const MESSAGE_FOR_CODE: Record<string, string> = {
 };
 
 export function errorBody(err: ApiError, requestId: string): Record<string, unknown> {
-	const error: Record<string, unknown> = {
-		code: err.code,
-		message: err.message,
-		request_id: requestId,
-	};
+	const error: Record<string, unknown> = { code: err.code, message: err.message, request_id: requestId };
 	if (err.param !== undefined) error.param = err.param;
 	return { error };
 }

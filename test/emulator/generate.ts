@@ -40,8 +40,7 @@ const ALLOWED_FIELDS = new Set([
 	'purpose_id',
 ]);
 
-const bad = (code: string, param: string, message: string) =>
-	new ApiError(400, code, message, param);
+const bad = (code: string, param: string, message: string) => new ApiError(400, code, message, param);
 
 function oneOf<T extends string>(
 	value: unknown,
@@ -52,11 +51,7 @@ function oneOf<T extends string>(
 ): T | undefined {
 	if (value === undefined) return undefined;
 	if (typeof value !== 'string' || !allowed.includes(value as T)) {
-		throw bad(
-			code,
-			param,
-			`${label}无效：${JSON.stringify(value)}。可选值：${allowed.join('、')}。`,
-		);
+		throw bad(code, param, `${label}无效：${JSON.stringify(value)}。可选值：${allowed.join('、')}。`);
 	}
 	return value as T;
 }
@@ -75,11 +70,7 @@ interface ValidRequest {
 }
 
 /** Validation steps 1–13 of the README, in order; throws the first failure. */
-export function validateGenerate(
-	state: EmulatorState,
-	accountId: string,
-	body: unknown,
-): ValidRequest {
+export function validateGenerate(state: EmulatorState, accountId: string, body: unknown): ValidRequest {
 	// 1. A JSON object.
 	if (typeof body !== 'object' || body === null || Array.isArray(body)) {
 		throw bad('invalid_request', 'body', '请求体必须是 JSON 对象。');
@@ -98,11 +89,7 @@ export function validateGenerate(
 		refsRaw !== undefined &&
 		(!Array.isArray(refsRaw) || refsRaw.some((id) => typeof id !== 'string' || id.length === 0))
 	) {
-		throw bad(
-			'invalid_ref_image_ids',
-			'ref_image_ids',
-			'ref_image_ids 必须是非空字符串组成的数组。',
-		);
+		throw bad('invalid_ref_image_ids', 'ref_image_ids', 'ref_image_ids 必须是非空字符串组成的数组。');
 	}
 	const refs = (refsRaw as string[] | undefined) ?? [];
 	const hasPrompt = typeof prompt === 'string' && prompt.trim().length > 0;
@@ -110,18 +97,13 @@ export function validateGenerate(
 		throw bad('invalid_request', 'prompt', 'prompt 与 ref_image_ids 至少需要提供一个。');
 	}
 	if (typeof prompt === 'string' && [...prompt].length > MAX_PROMPT_LENGTH) {
-		throw bad(
-			'prompt_too_long',
-			'prompt',
-			`prompt 最多 ${MAX_PROMPT_LENGTH} 个字符（当前 ${[...prompt].length} 个）。`,
-		);
+		throw bad('prompt_too_long', 'prompt', `prompt 最多 ${MAX_PROMPT_LENGTH} 个字符（当前 ${[...prompt].length} 个）。`);
 	}
 	// 4. model.
 	const requestedModel =
 		input.model === undefined
 			? 'auto'
-			: typeof input.model === 'string' &&
-				  REQUESTABLE_MODELS.includes(input.model as RequestedModel)
+			: typeof input.model === 'string' && REQUESTABLE_MODELS.includes(input.model as RequestedModel)
 				? (input.model as RequestedModel)
 				: undefined;
 	if (!requestedModel) {
@@ -134,25 +116,14 @@ export function validateGenerate(
 	}
 	// 5. Values that are wrong for every model.
 	const ratioIn = oneOf(input.ratio, RATIOS, 'invalid_ratio', 'ratio', '画面比例');
-	const resolutionIn = oneOf(
-		input.resolution,
-		RESOLUTIONS,
-		'invalid_resolution',
-		'resolution',
-		'分辨率',
-	);
+	const resolutionIn = oneOf(input.resolution, RESOLUTIONS, 'invalid_resolution', 'resolution', '分辨率');
 	const quality = oneOf(input.quality, QUALITIES, 'invalid_quality', 'quality', '画质');
 	if (input.n !== undefined && !N_VALUES.includes(input.n as number)) {
 		throw bad('invalid_n', 'n', `n 无效：${JSON.stringify(input.n)}。可选值：1、2、4。`);
 	}
 	const n = (input.n as number | undefined) ?? 1;
-	const purposeId =
-		oneOf(input.purpose_id, PURPOSES, 'invalid_purpose_id', 'purpose_id', '用途') ??
-		DEFAULT_PURPOSE;
-	if (
-		input.session_id !== undefined &&
-		(typeof input.session_id !== 'string' || input.session_id === '')
-	) {
+	const purposeId = oneOf(input.purpose_id, PURPOSES, 'invalid_purpose_id', 'purpose_id', '用途') ?? DEFAULT_PURPOSE;
+	if (input.session_id !== undefined && (typeof input.session_id !== 'string' || input.session_id === '')) {
 		throw bad('invalid_session_id', 'session_id', 'session_id 必须是非空字符串。');
 	}
 	const ratio = ratioIn ?? DEFAULT_RATIO;
@@ -166,12 +137,7 @@ export function validateGenerate(
 				`参考图最多 ${MAX_REFERENCE_LIMIT} 张（当前 ${refs.length} 张）。`,
 			);
 		}
-		const chosen = chooseAutoModel(
-			hasPrompt ? (prompt as string) : undefined,
-			refs.length,
-			ratio,
-			resolutionIn,
-		);
+		const chosen = chooseAutoModel(hasPrompt ? (prompt as string) : undefined, refs.length, ratio, resolutionIn);
 		if (!chosen) {
 			throw bad('invalid_request', 'model', '没有可满足该比例、分辨率和参考图数量的模型。');
 		}
@@ -181,11 +147,7 @@ export function validateGenerate(
 	}
 	const spec = MODELS[model];
 	if (!spec.ratios.includes(ratio)) {
-		throw bad(
-			'invalid_ratio',
-			'ratio',
-			`模型 ${model} 不支持比例 ${ratio}。可选值：${spec.ratios.join('、')}。`,
-		);
+		throw bad('invalid_ratio', 'ratio', `模型 ${model} 不支持比例 ${ratio}。可选值：${spec.ratios.join('、')}。`);
 	}
 	const resolution = resolutionIn ?? spec.defaultResolution;
 	if (!spec.resolutions.includes(resolution)) {
@@ -206,12 +168,7 @@ export function validateGenerate(
 	for (const id of refs) {
 		const image = state.images.get(id);
 		if (!state.isAvailable(image) || image.accountId !== accountId) {
-			throw new ApiError(
-				400,
-				'reference_image_missing',
-				`参考图不存在、已删除或已被清理：${id}。`,
-				'ref_image_ids',
-			);
+			throw new ApiError(400, 'reference_image_missing', `参考图不存在、已删除或已被清理：${id}。`, 'ref_image_ids');
 		}
 	}
 	// 9. The session must exist and be the caller's.
@@ -238,21 +195,18 @@ export function validateGenerate(
 
 const TEXT = {
 	n: {
-		zh: (want: number, got: number) =>
-			`请求生成 ${want} 张，实际生成 ${got} 张；仅按 ${got} 张计费，差额已自动退回。`,
+		zh: (want: number, got: number) => `请求生成 ${want} 张，实际生成 ${got} 张；仅按 ${got} 张计费，差额已自动退回。`,
 		en: (want: number, got: number) =>
 			`Requested ${want} images, ${got} were produced; billed for ${got}, the difference was refunded.`,
 	},
 	ratio: {
-		zh: (want: string, w: number, h: number) =>
-			`上游模型未按请求比例 ${want} 出图，实际尺寸 ${w}×${h}，已原样交付。`,
+		zh: (want: string, w: number, h: number) => `上游模型未按请求比例 ${want} 出图，实际尺寸 ${w}×${h}，已原样交付。`,
 		en: (want: string, w: number, h: number) =>
 			`The upstream model did not produce the requested ratio ${want}; the image is ${w}x${h} and was delivered untouched.`,
 	},
 	resolution: {
 		zh: (want: string, got: string) => `上游模型暂不支持以 ${want} 出图，已降级为 ${got}。`,
-		en: (want: string, got: string) =>
-			`The upstream model could not render at ${want}; it was downgraded to ${got}.`,
+		en: (want: string, got: string) => `The upstream model could not render at ${want}; it was downgraded to ${got}.`,
 	},
 	generic: {
 		zh: (feature: string) => `上游模型对「${feature}」的支持受限。`,
@@ -335,11 +289,7 @@ export async function generate(ctx: GenerateContext): Promise<Record<string, unk
 	if (delivered === 0) {
 		turn.status = 'failed';
 		state.ledger(account, 'refund', estimate, turn.id);
-		throw new ApiError(
-			500,
-			'internal_error',
-			'图片生成失败，本次预扣的积分已全部退回。请稍后重试。',
-		);
+		throw new ApiError(500, 'internal_error', '图片生成失败，本次预扣的积分已全部退回。请稍后重试。');
 	}
 
 	const actualRatio = behaviour?.downgrade?.ratio ?? req.ratio;
@@ -347,18 +297,10 @@ export async function generate(ctx: GenerateContext): Promise<Record<string, unk
 	const { width, height } = dimensions(actualRatio, actualResolution);
 	const warnings: Warning[] = [];
 	if (delivered < req.n) {
-		warnings.push({
-			type: 'downgraded',
-			feature: 'n',
-			details: TEXT.n[language](req.n, delivered),
-		});
+		warnings.push({ type: 'downgraded', feature: 'n', details: TEXT.n[language](req.n, delivered) });
 	}
 	if (!matchesRatio(width, height, req.ratio)) {
-		warnings.push({
-			type: 'downgraded',
-			feature: 'ratio',
-			details: TEXT.ratio[language](req.ratio, width, height),
-		});
+		warnings.push({ type: 'downgraded', feature: 'ratio', details: TEXT.ratio[language](req.ratio, width, height) });
 	}
 	if (actualResolution !== req.resolution) {
 		warnings.push({
@@ -368,17 +310,11 @@ export async function generate(ctx: GenerateContext): Promise<Record<string, unk
 		});
 	}
 	for (const w of behaviour?.warnings ?? []) {
-		warnings.push({
-			type: w.type,
-			feature: w.feature,
-			details: w.details ?? TEXT.generic[language](w.feature),
-		});
+		warnings.push({ type: w.type, feature: w.feature, details: w.details ?? TEXT.generic[language](w.feature) });
 	}
 
 	const caption = { model: req.model, prompt: req.prompt ?? '' };
-	const images = Array.from({ length: delivered }, () =>
-		state.addImage(account.id, width, height, turn.id, undefined, caption),
-	);
+	const images = Array.from({ length: delivered }, () => state.addImage(account.id, width, height, turn.id, undefined, caption));
 	const charged = unit * delivered;
 	state.ledger(account, 'charge', charged, turn.id);
 	if (charged < estimate) state.ledger(account, 'refund', estimate - charged, turn.id);

@@ -46,8 +46,7 @@ export interface Emulator {
 }
 
 function origin(host: string, port: number): string {
-	const shown =
-		host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+	const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
 	return `http://${shown}:${port}`;
 }
 
@@ -59,19 +58,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
 		accountId: options.accountId ?? DEFAULT_ACCOUNT_ID,
 		requestLogLimit: options.requestLogLimit ?? 100_000,
 	};
-	const runtime: Runtime = {
-		state: new EmulatorState(stateOptions),
-		fileBaseUrl: '',
-		abort: new AbortController(),
-	};
+	const runtime: Runtime = { state: new EmulatorState(stateOptions), fileBaseUrl: '', abort: new AbortController() };
 
 	const files = buildServer(runtime, 'files');
 	await files.listen({ port: options.filePort ?? 0, host });
 	const fileAddress = files.server.address();
-	runtime.fileBaseUrl = origin(
-		host,
-		typeof fileAddress === 'object' && fileAddress ? fileAddress.port : 0,
-	);
+	runtime.fileBaseUrl = origin(host, typeof fileAddress === 'object' && fileAddress ? fileAddress.port : 0);
 
 	const api = buildServer(runtime, 'api');
 	let baseUrl = '';

@@ -51,13 +51,7 @@ const FIXED = (() => {
 	};
 	for (let symbol = 0; symbol < 288; symbol++) {
 		const [base, first, length] =
-			symbol < 144
-				? [0x30, 0, 8]
-				: symbol < 256
-					? [0x190, 144, 9]
-					: symbol < 280
-						? [0, 256, 7]
-						: [0xc0, 280, 8];
+			symbol < 144 ? [0x30, 0, 8] : symbol < 256 ? [0x190, 144, 9] : symbol < 280 ? [0, 256, 7] : [0xc0, 280, 8];
 		codes[symbol] = reverse(base + symbol - first, length);
 		lengths[symbol] = length;
 	}
@@ -66,34 +60,10 @@ const FIXED = (() => {
 
 /** Length codes 257-284: [first length, extra bits]. */
 const LENGTH_BASES: Array<[number, number]> = [
-	[3, 0],
-	[4, 0],
-	[5, 0],
-	[6, 0],
-	[7, 0],
-	[8, 0],
-	[9, 0],
-	[10, 0],
-	[11, 1],
-	[13, 1],
-	[15, 1],
-	[17, 1],
-	[19, 2],
-	[23, 2],
-	[27, 2],
-	[31, 2],
-	[35, 3],
-	[43, 3],
-	[51, 3],
-	[59, 3],
-	[67, 4],
-	[83, 4],
-	[99, 4],
-	[115, 4],
-	[131, 5],
-	[163, 5],
-	[195, 5],
-	[227, 5],
+	[3, 0], [4, 0], [5, 0], [6, 0], [7, 0], [8, 0], [9, 0], [10, 0],
+	[11, 1], [13, 1], [15, 1], [17, 1], [19, 2], [23, 2], [27, 2], [31, 2],
+	[35, 3], [43, 3], [51, 3], [59, 3], [67, 4], [83, 4], [99, 4], [115, 4],
+	[131, 5], [163, 5], [195, 5], [227, 5],
 ];
 
 const ADLER_MOD = 65521;
@@ -163,9 +133,7 @@ class RunDeflater {
 		}
 		for (; left > 0; left--) this.symbol(value);
 		// Adler-32 of `count` equal bytes, in closed form.
-		this.adlerB =
-			(this.adlerB + count * this.adlerA + (((value * count * (count + 1)) / 2) % ADLER_MOD)) %
-			ADLER_MOD;
+		this.adlerB = (this.adlerB + count * this.adlerA + ((value * count * (count + 1)) / 2) % ADLER_MOD) % ADLER_MOD;
 		this.adlerA = (this.adlerA + count * value) % ADLER_MOD;
 	}
 
@@ -182,50 +150,21 @@ class RunDeflater {
 
 /** 5×7 glyphs, one number per row, bit 4 = leftmost column. */
 const FONT: Record<string, number[]> = {
-	'0': [14, 17, 19, 21, 25, 17, 14],
-	'1': [4, 12, 4, 4, 4, 4, 14],
-	'2': [14, 17, 1, 2, 4, 8, 31],
-	'3': [31, 2, 4, 2, 1, 17, 14],
-	'4': [2, 6, 10, 18, 31, 2, 2],
-	'5': [31, 16, 30, 1, 1, 17, 14],
-	'6': [6, 8, 16, 30, 17, 17, 14],
-	'7': [31, 1, 2, 4, 8, 8, 8],
-	'8': [14, 17, 17, 14, 17, 17, 14],
-	'9': [14, 17, 17, 15, 1, 2, 12],
-	A: [14, 17, 17, 17, 31, 17, 17],
-	B: [30, 17, 17, 30, 17, 17, 30],
-	C: [14, 17, 16, 16, 16, 17, 14],
-	D: [28, 18, 17, 17, 17, 18, 28],
-	E: [31, 16, 16, 30, 16, 16, 31],
-	F: [31, 16, 16, 30, 16, 16, 16],
-	G: [14, 17, 16, 23, 17, 17, 15],
-	H: [17, 17, 17, 31, 17, 17, 17],
-	I: [14, 4, 4, 4, 4, 4, 14],
-	J: [7, 2, 2, 2, 2, 18, 12],
-	K: [17, 18, 20, 24, 20, 18, 17],
-	L: [16, 16, 16, 16, 16, 16, 31],
-	M: [17, 27, 21, 21, 17, 17, 17],
-	N: [17, 17, 25, 21, 19, 17, 17],
-	O: [14, 17, 17, 17, 17, 17, 14],
-	P: [30, 17, 17, 30, 16, 16, 16],
-	Q: [14, 17, 17, 17, 21, 18, 13],
-	R: [30, 17, 17, 30, 20, 18, 17],
-	S: [15, 16, 16, 14, 1, 1, 30],
-	T: [31, 4, 4, 4, 4, 4, 4],
-	U: [17, 17, 17, 17, 17, 17, 14],
-	V: [17, 17, 17, 17, 17, 10, 4],
-	W: [17, 17, 17, 21, 21, 21, 10],
-	X: [17, 17, 10, 4, 10, 17, 17],
-	Y: [17, 17, 17, 10, 4, 4, 4],
-	Z: [31, 1, 2, 4, 8, 16, 31],
-	'-': [0, 0, 0, 31, 0, 0, 0],
-	'.': [0, 0, 0, 0, 0, 12, 12],
-	'#': [10, 10, 31, 10, 31, 10, 10],
-	':': [0, 12, 12, 0, 12, 12, 0],
-	'×': [0, 17, 10, 4, 10, 17, 0],
-	'/': [0, 1, 2, 4, 8, 16, 0],
-	_: [0, 0, 0, 0, 0, 0, 31],
-	' ': [0, 0, 0, 0, 0, 0, 0],
+	'0': [14, 17, 19, 21, 25, 17, 14], '1': [4, 12, 4, 4, 4, 4, 14], '2': [14, 17, 1, 2, 4, 8, 31],
+	'3': [31, 2, 4, 2, 1, 17, 14], '4': [2, 6, 10, 18, 31, 2, 2], '5': [31, 16, 30, 1, 1, 17, 14],
+	'6': [6, 8, 16, 30, 17, 17, 14], '7': [31, 1, 2, 4, 8, 8, 8], '8': [14, 17, 17, 14, 17, 17, 14],
+	'9': [14, 17, 17, 15, 1, 2, 12], A: [14, 17, 17, 17, 31, 17, 17], B: [30, 17, 17, 30, 17, 17, 30],
+	C: [14, 17, 16, 16, 16, 17, 14], D: [28, 18, 17, 17, 17, 18, 28], E: [31, 16, 16, 30, 16, 16, 31],
+	F: [31, 16, 16, 30, 16, 16, 16], G: [14, 17, 16, 23, 17, 17, 15], H: [17, 17, 17, 31, 17, 17, 17],
+	I: [14, 4, 4, 4, 4, 4, 14], J: [7, 2, 2, 2, 2, 18, 12], K: [17, 18, 20, 24, 20, 18, 17],
+	L: [16, 16, 16, 16, 16, 16, 31], M: [17, 27, 21, 21, 17, 17, 17], N: [17, 17, 25, 21, 19, 17, 17],
+	O: [14, 17, 17, 17, 17, 17, 14], P: [30, 17, 17, 30, 16, 16, 16], Q: [14, 17, 17, 17, 21, 18, 13],
+	R: [30, 17, 17, 30, 20, 18, 17], S: [15, 16, 16, 14, 1, 1, 30], T: [31, 4, 4, 4, 4, 4, 4],
+	U: [17, 17, 17, 17, 17, 17, 14], V: [17, 17, 17, 17, 17, 10, 4], W: [17, 17, 17, 21, 21, 21, 10],
+	X: [17, 17, 10, 4, 10, 17, 17], Y: [17, 17, 17, 10, 4, 4, 4], Z: [31, 1, 2, 4, 8, 16, 31],
+	'-': [0, 0, 0, 31, 0, 0, 0], '.': [0, 0, 0, 0, 0, 12, 12], '#': [10, 10, 31, 10, 31, 10, 10],
+	':': [0, 12, 12, 0, 12, 12, 0], '×': [0, 17, 10, 4, 10, 17, 0], '/': [0, 1, 2, 4, 8, 16, 0],
+	_: [0, 0, 0, 0, 0, 0, 31], ' ': [0, 0, 0, 0, 0, 0, 0],
 };
 const GLYPH_W = 6; // 5 columns and a gap
 const GLYPH_H = 7;
@@ -249,8 +188,7 @@ function mix(from: number[], to: number[], t: number): number[] {
 }
 
 function palette(hash: Buffer): Buffer {
-	const hue = (offset: number, light: number) =>
-		[0, 1, 2].map((i) => light + (hash[offset + i] % (255 - light)));
+	const hue = (offset: number, light: number) => [0, 1, 2].map((i) => light + (hash[offset + i] % (255 - light)));
 	const top = hue(0, 170);
 	const bottom = hue(3, 110);
 	const productTop = hue(6, 60).map((v) => Math.min(255, v + 40));
@@ -266,14 +204,11 @@ type Run = [value: number, count: number];
 
 /** The caption's text lines, upper case, in glyphs the font has. */
 function captionLines(width: number, height: number, caption: Caption): string[] {
-	const clean = (text: string) =>
-		[...text.toUpperCase()].map((ch) => (ch in FONT ? ch : '-')).join('');
+	const clean = (text: string) => [...text.toUpperCase()].map((ch) => (ch in FONT ? ch : '-')).join('');
 	const lines = [`${width} × ${height}`];
 	if (caption.model) lines.push(clean(caption.model));
 	if (caption.prompt !== undefined) {
-		lines.push(
-			`PROMPT #${createHash('sha256').update(caption.prompt).digest('hex').slice(0, 6).toUpperCase()}`,
-		);
+		lines.push(`PROMPT #${createHash('sha256').update(caption.prompt).digest('hex').slice(0, 6).toUpperCase()}`);
 	}
 	return lines;
 }
@@ -295,11 +230,7 @@ function rowRuns(
 		const shadowY = (y + 0.5 - (cy + radius * 1.02)) / (radius * 0.12);
 		if (Math.abs(shadowY) < 1) {
 			const half = Math.round(radius * 0.8 * Math.sqrt(1 - shadowY * shadowY));
-			return [
-				[backdrop, cx - half],
-				[SHADOW, 2 * half],
-				[backdrop, width - cx - half],
-			];
+			return [[backdrop, cx - half], [SHADOW, 2 * half], [backdrop, width - cx - half]];
 		}
 		return [[backdrop, width]];
 	}
@@ -307,21 +238,14 @@ function rowRuns(
 	const shade = PRODUCT + Math.min(SHADES - 1, Math.floor(((dy + radius) / (2 * radius)) * SHADES));
 	const left = Math.max(0, cx - half);
 	const right = Math.min(width, cx + half);
-	return [
-		[backdrop, left],
-		[shade, right - left],
-		[backdrop, width - right],
-	];
+	return [[backdrop, left], [shade, right - left], [backdrop, width - right]];
 }
 
 function planLayout(width: number, height: number, lines: string[]) {
 	const longest = Math.max(...lines.map((line) => line.length));
 	const scale = Math.max(
 		1,
-		Math.min(
-			Math.floor(Math.min(width, height) / 160),
-			Math.floor((width * 0.9) / (longest * GLYPH_W)),
-		),
+		Math.min(Math.floor(Math.min(width, height) / 160), Math.floor((width * 0.9) / (longest * GLYPH_W))),
 	);
 	const panelHeight = Math.min(height, (lines.length * LINE_H + 4) * scale);
 	const panelTop = height - panelHeight;
@@ -368,9 +292,7 @@ function textRows(width: number, lines: string[], layout: ReturnType<typeof plan
 }
 
 function sameRuns(a: Run[], b: Run[] | undefined): boolean {
-	return (
-		!!b && a.length === b.length && a.every((run, i) => run[0] === b[i][0] && run[1] === b[i][1])
-	);
+	return !!b && a.length === b.length && a.every((run, i) => run[0] === b[i][0] && run[1] === b[i][1]);
 }
 
 /** The zlib-compressed image data: 8-bit palette indices, filter None, or Up for a repeated row. */
@@ -398,12 +320,7 @@ function imageData(width: number, height: number, caption: Caption): Uint8Array 
  * PNG bytes for one image: stable for the same (id, width, height, caption), different between
  * images. The caption shows the size, and the model and a digest of the prompt when given.
  */
-export function renderPng(
-	imageId: string,
-	width: number,
-	height: number,
-	caption: Caption = {},
-): Buffer {
+export function renderPng(imageId: string, width: number, height: number, caption: Caption = {}): Buffer {
 	const ihdr = Buffer.alloc(13);
 	ihdr.writeUInt32BE(width, 0);
 	ihdr.writeUInt32BE(height, 4);
@@ -425,11 +342,7 @@ export function renderPng(
 /** Width and height from a PNG's IHDR (for tests and callers checking downloads). */
 export function pngSize(bytes: Uint8Array): { width: number; height: number } | undefined {
 	const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
-	if (
-		buf.length < 24 ||
-		!buf.subarray(0, 8).equals(SIGNATURE) ||
-		buf.toString('ascii', 12, 16) !== 'IHDR'
-	) {
+	if (buf.length < 24 || !buf.subarray(0, 8).equals(SIGNATURE) || buf.toString('ascii', 12, 16) !== 'IHDR') {
 		return undefined;
 	}
 	return { width: buf.readUInt32BE(16), height: buf.readUInt32BE(20) };

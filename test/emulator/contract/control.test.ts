@@ -29,21 +29,11 @@ describe('request log', () => {
 			accountId: emu().accountId,
 			fault: null,
 		});
-		expect(log[0].headers).toMatchObject({
-			authorization: `Bearer ${emu().apiKey}`,
-			'x-custom': 'Yes',
-		});
+		expect(log[0].headers).toMatchObject({ authorization: `Bearer ${emu().apiKey}`, 'x-custom': 'Yes' });
 		expect(log[0].requestId).toMatch(/^req_/);
-		expect(log[1]).toMatchObject({
-			route: 'generate',
-			method: 'POST',
-			status: 401,
-			accountId: null,
-		});
+		expect(log[1]).toMatchObject({ route: 'generate', method: 'POST', status: 401, accountId: null });
 		expect(log[1].headers.authorization).toBeUndefined();
-		expect((await emu().control.requests({ route: 'generate' })).map((e) => e.seq)).toEqual([
-			log[1].seq,
-		]);
+		expect((await emu().control.requests({ route: 'generate' })).map((e) => e.seq)).toEqual([log[1].seq]);
 		await emu().control.clearRequests();
 		expect(await emu().control.requests()).toEqual([]);
 	});
@@ -59,12 +49,7 @@ describe('reset', () => {
 		await emu().control.setRateLimit({ perKeyPerMinute: 1 });
 		await emu().control.advanceClock(10 * 24 * 60 * 60 * 1000);
 		const info = await emu().control.reset();
-		expect(info).toMatchObject({
-			baseUrl: emu().baseUrl,
-			fileBaseUrl: emu().fileBaseUrl,
-			apiKey: emu().apiKey,
-			accountId: emu().accountId,
-		});
+		expect(info).toMatchObject({ baseUrl: emu().baseUrl, fileBaseUrl: emu().fileBaseUrl, apiKey: emu().apiKey, accountId: emu().accountId });
 		expect(await emu().control.requests()).toEqual([]);
 		expect(await emu().control.faults()).toEqual([]);
 		expect((await emu().control.now()).offsetMs).toBe(0);
@@ -128,30 +113,15 @@ describe('faults', () => {
 	});
 
 	test('status after the work: the client sees an error but the run was charged', async () => {
-		await emu().control.injectFault({
-			route: 'generate',
-			kind: 'status',
-			status: 502,
-			when: 'after',
-		});
-		expectError(
-			await generate(emu(), { prompt: 'a cup', model: 'nano-banana-2' }),
-			502,
-			'bad_gateway',
-		);
+		await emu().control.injectFault({ route: 'generate', kind: 'status', status: 502, when: 'after' });
+		expectError(await generate(emu(), { prompt: 'a cup', model: 'nano-banana-2' }), 502, 'bad_gateway');
 		const ledger = await emu().control.ledger();
 		expect(ledger.entries.map((e) => e.type)).toEqual(['initial', 'reserve', 'charge']);
 		expect(ledger.balance).toBe(1_000_000 - 16);
 	});
 
 	test('status 429 with code and Retry-After', async () => {
-		await emu().control.injectFault({
-			route: 'listPublications',
-			kind: 'status',
-			status: 429,
-			code: 'rate_limited',
-			retryAfter: 7,
-		});
+		await emu().control.injectFault({ route: 'listPublications', kind: 'status', status: 429, code: 'rate_limited', retryAfter: 7 });
 		const reply = await call(emu(), 'GET', listPath);
 		expectError(reply, 429, 'rate_limited');
 		expect(reply.headers['retry-after']).toBe('7');
@@ -173,12 +143,7 @@ describe('faults', () => {
 	});
 
 	test('promptIncludes aims a fault and a behaviour at one item of a batch; the others pass by', async () => {
-		await emu().control.injectFault({
-			route: 'generate',
-			kind: 'status',
-			status: 503,
-			promptIncludes: 'item 2',
-		});
+		await emu().control.injectFault({ route: 'generate', kind: 'status', status: 503, promptIncludes: 'item 2' });
 		await emu().control.setGenerationBehaviour({ fail: true, promptIncludes: 'item 3' });
 		const cup = { model: 'nano-banana-2', resolution: '1K' };
 		expect((await generate(emu(), { prompt: 'item 1', ...cup })).status).toBe(200);
@@ -206,9 +171,7 @@ describe('faults', () => {
 		await emu().control.publish();
 		await emu().control.injectFault({ route: 'listPublications', kind: 'slow', delayMs: 300 });
 		const started = Date.now();
-		const res = await request(`${emu().baseUrl}${listPath}`, {
-			headers: { authorization: `Bearer ${emu().apiKey}` },
-		});
+		const res = await request(`${emu().baseUrl}${listPath}`, { headers: { authorization: `Bearer ${emu().apiKey}` } });
 		const headersAt = Date.now() - started;
 		const body = JSON.parse(await res.body.text());
 		expect(headersAt).toBeLessThan(250);
@@ -217,12 +180,7 @@ describe('faults', () => {
 	});
 
 	test('slow before: the response starts late', async () => {
-		await emu().control.injectFault({
-			route: 'getPublication',
-			kind: 'slow',
-			delayMs: 200,
-			when: 'before',
-		});
+		await emu().control.injectFault({ route: 'getPublication', kind: 'slow', delayMs: 200, when: 'before' });
 		const started = Date.now();
 		expectError(await call(emu(), 'GET', `${listPath}/99`), 404, 'not_found');
 		expect(Date.now() - started).toBeGreaterThanOrEqual(190);
@@ -231,9 +189,7 @@ describe('faults', () => {
 	test('truncate: full Content-Length announced, half the body, then the connection drops', async () => {
 		await emu().control.publish();
 		await emu().control.injectFault({ route: 'listPublications', kind: 'truncate' });
-		const res = await request(`${emu().baseUrl}${listPath}`, {
-			headers: { authorization: `Bearer ${emu().apiKey}` },
-		});
+		const res = await request(`${emu().baseUrl}${listPath}`, { headers: { authorization: `Bearer ${emu().apiKey}` } });
 		expect(res.statusCode).toBe(200);
 		await expect(res.body.text()).rejects.toThrow();
 	});
@@ -261,26 +217,16 @@ describe('faults', () => {
 		const [image] = (await emu().control.seedImages()).images;
 		const redirect = await call(emu(), 'GET', image.url);
 		await emu().control.injectFault({ route: 'signedFile', kind: 'status', status: 500 });
-		expectError(
-			await call(emu(), 'GET', redirect.headers.location, { key: null }),
-			500,
-			'internal_error',
-		);
+		expectError(await call(emu(), 'GET', redirect.headers.location, { key: null }), 500, 'internal_error');
 		await emu().control.injectFault({ route: '*', kind: 'status', status: 504, count: 2 });
-		expectError(
-			await call(emu(), 'GET', redirect.headers.location, { key: null }),
-			504,
-			'gateway_timeout',
-		);
+		expectError(await call(emu(), 'GET', redirect.headers.location, { key: null }), 504, 'gateway_timeout');
 		expectError(await call(emu(), 'GET', listPath), 504, 'gateway_timeout');
 		expect((await call(emu(), 'GET', listPath)).status).toBe(200);
 		expect(await emu().control.faults()).toEqual([]);
 	});
 
 	test('control API rejects bad scripts with 400', async () => {
-		await expect(
-			emu().control.injectFault({ route: 'nope' as never, kind: 'status' }),
-		).rejects.toThrow(/400/);
+		await expect(emu().control.injectFault({ route: 'nope' as never, kind: 'status' })).rejects.toThrow(/400/);
 		await expect(emu().control.setLatency('generate', -1)).rejects.toThrow(/400/);
 		await expect(emu().control.getAccount('acc_missing')).rejects.toThrow(/404/);
 	});
@@ -293,8 +239,7 @@ describe('generation behaviour', () => {
 		expectError(await generate(emu(), { prompt: 'a cup' }), 500, 'internal_error');
 		expect((await generate(emu(), { prompt: 'a cup' })).status).toBe(200);
 		await emu().control.setGenerationBehaviour({ deliver: 1, persist: true });
-		for (let i = 0; i < 3; i++)
-			expect((await generate(emu(), { prompt: 'a cup', n: 4 })).json.images).toHaveLength(1);
+		for (let i = 0; i < 3; i++) expect((await generate(emu(), { prompt: 'a cup', n: 4 })).json.images).toHaveLength(1);
 		await emu().control.clearGenerationBehaviour();
 		expect((await generate(emu(), { prompt: 'a cup', n: 4 })).json.images).toHaveLength(4);
 	});

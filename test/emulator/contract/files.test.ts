@@ -19,12 +19,7 @@ async function signedLink(url: string, key?: string): Promise<string> {
 }
 
 test('302 to a direct link on a different host:port, fetched without credentials', async () => {
-	const gen = await generate(emu(), {
-		prompt: 'a cup',
-		model: 'nano-banana-2',
-		ratio: '1:1',
-		resolution: '1K',
-	});
+	const gen = await generate(emu(), { prompt: 'a cup', model: 'nano-banana-2', ratio: '1:1', resolution: '1K' });
 	const image = gen.json.images[0];
 	await emu().control.clearRequests();
 	const redirect = await call(emu(), 'GET', image.url);
@@ -52,9 +47,7 @@ test('the link is valid for one hour (emulator clock)', async () => {
 	const [image] = (await emu().control.seedImages()).images;
 	const link = await signedLink(image.url);
 	const { now } = await emu().control.now();
-	expect(Number(new URL(link).searchParams.get('expires'))).toBeGreaterThanOrEqual(
-		now + HOUR - 1000,
-	);
+	expect(Number(new URL(link).searchParams.get('expires'))).toBeGreaterThanOrEqual(now + HOUR - 1000);
 	await emu().control.advanceClock(HOUR - 5000);
 	expect((await call(emu(), 'GET', link, { key: null })).status).toBe(200);
 	await emu().control.advanceClock(10_000);
@@ -99,29 +92,19 @@ describe('PNG bytes: real, exact size, stable', () => {
 	const ratios: Ratio[] = ['1:1', '3:4', '4:5', '16:9', '9:16'];
 	const resolutions: Resolution[] = ['1K', '2K', '4K'];
 
-	test.each(resolutions)(
-		'%s: every ratio decodes at the stated size; the long side is 1024/2048/4096',
-		async (resolution) => {
-			for (const ratio of ratios) {
-				const [image] = (await emu().control.seedImages({ ratio, resolution })).images;
-				expect({ width: image.width, height: image.height }).toEqual(dimensions(ratio, resolution));
-				expect(Math.max(image.width, image.height)).toBe(
-					{ '1K': 1024, '2K': 2048, '4K': 4096 }[resolution],
-				);
-				const file = await call(emu(), 'GET', await signedLink(image.url), { key: null });
-				expect(decodePng(file.bytes)).toEqual({ width: image.width, height: image.height });
-				expect(Number(file.headers['content-length'])).toBe(file.bytes.length);
-			}
-		},
-	);
+	test.each(resolutions)('%s: every ratio decodes at the stated size; the long side is 1024/2048/4096', async (resolution) => {
+		for (const ratio of ratios) {
+			const [image] = (await emu().control.seedImages({ ratio, resolution })).images;
+			expect({ width: image.width, height: image.height }).toEqual(dimensions(ratio, resolution));
+			expect(Math.max(image.width, image.height)).toBe({ '1K': 1024, '2K': 2048, '4K': 4096 }[resolution]);
+			const file = await call(emu(), 'GET', await signedLink(image.url), { key: null });
+			expect(decodePng(file.bytes)).toEqual({ width: image.width, height: image.height });
+			expect(Number(file.headers['content-length'])).toBe(file.bytes.length);
+		}
+	});
 
 	test('a generated 4K image really is 4K', async () => {
-		const gen = await generate(emu(), {
-			prompt: 'a cup',
-			model: 'gpt-image-2',
-			ratio: '9:16',
-			resolution: '4K',
-		});
+		const gen = await generate(emu(), { prompt: 'a cup', model: 'gpt-image-2', ratio: '9:16', resolution: '4K' });
 		const image = gen.json.images[0];
 		expect(image).toMatchObject({ width: 2304, height: 4096 });
 		const file = await call(emu(), 'GET', await signedLink(image.url), { key: null });

@@ -33,61 +33,11 @@ interface ModelRow {
 const ALL_RATIOS: Ratio[] = ['1:1', '3:4', '4:5', '16:9', '9:16'];
 const NO_45: Ratio[] = ['1:1', '3:4', '16:9', '9:16'];
 const MODELS: ModelRow[] = [
-	{
-		model: 'nano-banana-2',
-		ratios: ALL_RATIOS,
-		unsupportedRatios: [],
-		resolutions: ['1K', '2K', '4K'],
-		unsupportedResolutions: [],
-		defaultResolution: '2K',
-		referenceLimit: 14,
-		prices: { '1K': 12, '2K': 16, '4K': 23 },
-		gpt: false,
-	},
-	{
-		model: 'gpt-image-2',
-		ratios: ALL_RATIOS,
-		unsupportedRatios: [],
-		resolutions: ['1K', '2K', '4K'],
-		unsupportedResolutions: [],
-		defaultResolution: '1K',
-		referenceLimit: 16,
-		prices: { '1K': 15, '2K': 15, '4K': 15 },
-		gpt: true,
-	},
-	{
-		model: 'gpt-image-2.5',
-		ratios: ALL_RATIOS,
-		unsupportedRatios: [],
-		resolutions: ['1K', '2K', '4K'],
-		unsupportedResolutions: [],
-		defaultResolution: '1K',
-		referenceLimit: 16,
-		prices: { '1K': 15, '2K': 15, '4K': 15 },
-		gpt: true,
-	},
-	{
-		model: 'seedream-5-0-pro',
-		ratios: NO_45,
-		unsupportedRatios: ['4:5'],
-		resolutions: ['1K', '2K'],
-		unsupportedResolutions: ['4K'],
-		defaultResolution: '1K',
-		referenceLimit: 10,
-		prices: { '1K': 6, '2K': 12 },
-		gpt: false,
-	},
-	{
-		model: 'qwen-image-3.0-pro',
-		ratios: NO_45,
-		unsupportedRatios: ['4:5'],
-		resolutions: ['1K', '2K'],
-		unsupportedResolutions: ['4K'],
-		defaultResolution: '1K',
-		referenceLimit: 3,
-		prices: { '1K': 6, '2K': 11 },
-		gpt: false,
-	},
+	{ model: 'nano-banana-2', ratios: ALL_RATIOS, unsupportedRatios: [], resolutions: ['1K', '2K', '4K'], unsupportedResolutions: [], defaultResolution: '2K', referenceLimit: 14, prices: { '1K': 12, '2K': 16, '4K': 23 }, gpt: false },
+	{ model: 'gpt-image-2', ratios: ALL_RATIOS, unsupportedRatios: [], resolutions: ['1K', '2K', '4K'], unsupportedResolutions: [], defaultResolution: '1K', referenceLimit: 16, prices: { '1K': 15, '2K': 15, '4K': 15 }, gpt: true },
+	{ model: 'gpt-image-2.5', ratios: ALL_RATIOS, unsupportedRatios: [], resolutions: ['1K', '2K', '4K'], unsupportedResolutions: [], defaultResolution: '1K', referenceLimit: 16, prices: { '1K': 15, '2K': 15, '4K': 15 }, gpt: true },
+	{ model: 'seedream-5-0-pro', ratios: NO_45, unsupportedRatios: ['4:5'], resolutions: ['1K', '2K'], unsupportedResolutions: ['4K'], defaultResolution: '1K', referenceLimit: 10, prices: { '1K': 6, '2K': 12 }, gpt: false },
+	{ model: 'qwen-image-3.0-pro', ratios: NO_45, unsupportedRatios: ['4:5'], resolutions: ['1K', '2K'], unsupportedResolutions: ['4K'], defaultResolution: '1K', referenceLimit: 3, prices: { '1K': 6, '2K': 11 }, gpt: false },
 ];
 
 describe('§2.2 model table, row by row', () => {
@@ -104,11 +54,7 @@ describe('§2.2 model table, row by row', () => {
 
 		test('unsupported ratios are 400 invalid_ratio, never replaced', async () => {
 			for (const ratio of row.unsupportedRatios) {
-				expectError(
-					await generate(emu(), { prompt: 'a cup', model: row.model, ratio }),
-					400,
-					'invalid_ratio',
-				);
+				expectError(await generate(emu(), { prompt: 'a cup', model: row.model, ratio }), 400, 'invalid_ratio');
 			}
 		});
 
@@ -116,81 +62,44 @@ describe('§2.2 model table, row by row', () => {
 			const byDefault = await generate(emu(), { prompt: 'a cup', model: row.model, ratio: '1:1' });
 			expect(byDefault.json.images[0].width).toBe(dimensions('1:1', row.defaultResolution).width);
 			for (const resolution of row.resolutions) {
-				const reply = await generate(emu(), {
-					prompt: 'a cup',
-					model: row.model,
-					ratio: '16:9',
-					resolution,
-				});
+				const reply = await generate(emu(), { prompt: 'a cup', model: row.model, ratio: '16:9', resolution });
 				expect(reply.status).toBe(200);
 				expect(reply.json.images[0]).toMatchObject(dimensions('16:9', resolution));
 			}
 			for (const resolution of row.unsupportedResolutions) {
-				expectError(
-					await generate(emu(), { prompt: 'a cup', model: row.model, resolution }),
-					400,
-					'invalid_resolution',
-				);
+				expectError(await generate(emu(), { prompt: 'a cup', model: row.model, resolution }), 400, 'invalid_resolution');
 			}
 		});
 
 		test('credits per image', async () => {
 			for (const resolution of row.resolutions) {
-				expect(await charged({ prompt: 'a cup', model: row.model, resolution })).toBe(
-					row.prices[resolution],
-				);
-				expect(await charged({ prompt: 'a cup', model: row.model, resolution, n: 2 })).toBe(
-					2 * row.prices[resolution]!,
-				);
+				expect(await charged({ prompt: 'a cup', model: row.model, resolution })).toBe(row.prices[resolution]);
+				expect(await charged({ prompt: 'a cup', model: row.model, resolution, n: 2 })).toBe(2 * row.prices[resolution]!);
 			}
 		});
 
-		test(
-			row.gpt
-				? 'quality low / medium / high = 5 / 15 / 50, omitted = medium'
-				: 'quality is ignored',
-			async () => {
-				const prices = await Promise.all(
-					['low', 'medium', 'high', undefined].map((quality) =>
-						charged({ prompt: 'a cup', model: row.model, quality }),
-					),
-				);
-				const base = row.prices[row.defaultResolution];
-				expect(prices).toEqual(row.gpt ? [5, 15, 50, 15] : [base, base, base, base]);
-			},
-		);
+		test(row.gpt ? 'quality low / medium / high = 5 / 15 / 50, omitted = medium' : 'quality is ignored', async () => {
+			const prices = await Promise.all(
+				['low', 'medium', 'high', undefined].map((quality) => charged({ prompt: 'a cup', model: row.model, quality })),
+			);
+			const base = row.prices[row.defaultResolution];
+			expect(prices).toEqual(row.gpt ? [5, 15, 50, 15] : [base, base, base, base]);
+		});
 
 		test(`reference limit ${row.referenceLimit}: at the limit works, one more is 400`, async () => {
 			const refs = await seedRefs(row.referenceLimit + 1);
-			const ok = await generate(emu(), {
-				model: row.model,
-				ref_image_ids: refs.slice(0, row.referenceLimit),
-			});
+			const ok = await generate(emu(), { model: row.model, ref_image_ids: refs.slice(0, row.referenceLimit) });
 			expect(ok.status).toBe(200);
 			const perImage = row.prices[row.defaultResolution]! + (row.gpt ? row.referenceLimit : 0);
 			expect(ok.json.credits_charged).toBe(perImage);
-			expectError(
-				await generate(emu(), { model: row.model, ref_image_ids: refs }),
-				400,
-				'too_many_references',
-			);
+			expectError(await generate(emu(), { model: row.model, ref_image_ids: refs }), 400, 'too_many_references');
 		});
 	});
 
 	test('GPT surcharge: +1 credit per reference image, per image', async () => {
 		const refs = await seedRefs(3);
-		expect(
-			await charged({
-				prompt: 'x',
-				model: 'gpt-image-2',
-				ref_image_ids: refs,
-				quality: 'high',
-				n: 2,
-			}),
-		).toBe(2 * (50 + 3));
-		expect(await charged({ prompt: 'x', model: 'gpt-image-2.5', ref_image_ids: refs })).toBe(
-			15 + 3,
-		);
+		expect(await charged({ prompt: 'x', model: 'gpt-image-2', ref_image_ids: refs, quality: 'high', n: 2 })).toBe(2 * (50 + 3));
+		expect(await charged({ prompt: 'x', model: 'gpt-image-2.5', ref_image_ids: refs })).toBe(15 + 3);
 	});
 });
 
@@ -200,11 +109,7 @@ describe('§2.2 model auto', () => {
 	test('rule 1: default choice is nano-banana-2 (and model omitted means auto)', async () => {
 		const reply = await generate(emu(), { prompt: 'a ceramic cup on a table' });
 		expect(reply.status).toBe(200);
-		expect(await lastTurn()).toMatchObject({
-			requestedModel: 'auto',
-			model: 'nano-banana-2',
-			resolution: '2K',
-		});
+		expect(await lastTurn()).toMatchObject({ requestedModel: 'auto', model: 'nano-banana-2', resolution: '2K' });
 		expect(reply.json.credits_charged).toBe(16);
 		await generate(emu(), { prompt: 'a ceramic cup', model: 'auto' });
 		expect((await lastTurn()).model).toBe('nano-banana-2');
@@ -238,15 +143,7 @@ describe('§2.2 model auto', () => {
 	test('rule 4: the response never reports the chosen model', async () => {
 		const reply = await generate(emu(), { prompt: 'slogan "hello"' });
 		expect(Object.keys(reply.json).sort()).toEqual(
-			[
-				'credits_charged',
-				'duration_ms',
-				'images',
-				'ok',
-				'session_id',
-				'turn_id',
-				'warnings',
-			].sort(),
+			['credits_charged', 'duration_ms', 'images', 'ok', 'session_id', 'turn_id', 'warnings'].sort(),
 		);
 		expect(reply.text).not.toMatch(/gpt|nano|seedream|qwen/);
 	});
@@ -254,12 +151,7 @@ describe('§2.2 model auto', () => {
 
 describe('§2.3 response', () => {
 	test('fields, id forms and X-Request-Id', async () => {
-		const reply = await generate(emu(), {
-			prompt: 'a cup',
-			model: 'nano-banana-2',
-			ratio: '4:5',
-			n: 2,
-		});
+		const reply = await generate(emu(), { prompt: 'a cup', model: 'nano-banana-2', ratio: '4:5', n: 2 });
 		expect(reply.status).toBe(200);
 		expect(reply.headers['x-request-id']).toMatch(/^req_/);
 		const body = reply.json;
@@ -280,23 +172,15 @@ describe('§2.3 response', () => {
 		const reply = await generate(emu(), { prompt: 'a cup', model: 'gpt-image-2' });
 		expect(reply.json.images).toHaveLength(1);
 		expect(reply.json.images[0]).toMatchObject({ width: 768, height: 1024 });
-		expect((await emu().control.turns())[0]).toMatchObject({
-			ratio: '3:4',
-			n: 1,
-			purposeId: 'free',
-		});
+		expect((await emu().control.turns())[0]).toMatchObject({ ratio: '3:4', n: 1, purposeId: 'free' });
 	});
 
-	test.each(['free', 'main_white', 'detail', 'buyer_show', 'pure_white'])(
-		'purpose_id %s is accepted',
-		async (purpose_id) => {
-			expect((await generate(emu(), { prompt: 'a cup', purpose_id })).status).toBe(200);
-		},
-	);
+	test.each(['free', 'main_white', 'detail', 'buyer_show', 'pure_white'])('purpose_id %s is accepted', async (purpose_id) => {
+		expect((await generate(emu(), { prompt: 'a cup', purpose_id })).status).toBe(200);
+	});
 
 	test('n = 1, 2, 4 deliver that many images', async () => {
-		for (const n of [1, 2, 4])
-			expect((await generate(emu(), { prompt: 'a cup', n })).json.images).toHaveLength(n);
+		for (const n of [1, 2, 4]) expect((await generate(emu(), { prompt: 'a cup', n })).json.images).toHaveLength(n);
 	});
 
 	test('duration_ms reflects the generation time (latency on generate)', async () => {
@@ -309,32 +193,18 @@ describe('§2.3 response', () => {
 describe('§2.4 warnings', () => {
 	test('partial n: feature n, billing for the delivered count', async () => {
 		await emu().control.setGenerationBehaviour({ deliver: 2 });
-		const reply = await generate(emu(), {
-			prompt: 'a cup',
-			model: 'nano-banana-2',
-			resolution: '1K',
-			n: 4,
-		});
+		const reply = await generate(emu(), { prompt: 'a cup', model: 'nano-banana-2', resolution: '1K', n: 4 });
 		expect(reply.status).toBe(200);
 		expect(reply.json.images).toHaveLength(2);
 		expect(reply.json.credits_charged).toBe(24);
-		expect(reply.json.warnings).toEqual([
-			{ type: 'downgraded', feature: 'n', details: expect.any(String) },
-		]);
+		expect(reply.json.warnings).toEqual([{ type: 'downgraded', feature: 'n', details: expect.any(String) }]);
 	});
 
 	test('a delivered size off the requested ratio: untouched image + downgraded warning on ratio', async () => {
 		await emu().control.setGenerationBehaviour({ downgrade: { ratio: '1:1' } });
-		const reply = await generate(emu(), {
-			prompt: 'a cup',
-			model: 'nano-banana-2',
-			ratio: '16:9',
-			resolution: '1K',
-		});
+		const reply = await generate(emu(), { prompt: 'a cup', model: 'nano-banana-2', ratio: '16:9', resolution: '1K' });
 		expect(reply.json.images[0]).toMatchObject({ width: 1024, height: 1024 });
-		expect(reply.json.warnings).toEqual([
-			{ type: 'downgraded', feature: 'ratio', details: expect.any(String) },
-		]);
+		expect(reply.json.warnings).toEqual([{ type: 'downgraded', feature: 'ratio', details: expect.any(String) }]);
 	});
 
 	test('scripted resolution downgrade and unsupported warnings', async () => {
@@ -342,32 +212,21 @@ describe('§2.4 warnings', () => {
 			downgrade: { resolution: '2K' },
 			warnings: [{ type: 'unsupported', feature: 'quality' }],
 		});
-		const reply = await generate(emu(), {
-			prompt: 'a cup',
-			model: 'gpt-image-2',
-			resolution: '4K',
-		});
+		const reply = await generate(emu(), { prompt: 'a cup', model: 'gpt-image-2', resolution: '4K' });
 		expect(reply.json.images[0]).toMatchObject(dimensions('3:4', '2K'));
-		expect(
-			reply.json.warnings.map((w: { type: string; feature: string }) => `${w.type}:${w.feature}`),
-		).toEqual(['downgraded:resolution', 'unsupported:quality']);
+		expect(reply.json.warnings.map((w: { type: string; feature: string }) => `${w.type}:${w.feature}`)).toEqual([
+			'downgraded:resolution',
+			'unsupported:quality',
+		]);
 	});
 
 	test('details follow Accept-Language (English), default Chinese', async () => {
 		await emu().control.setGenerationBehaviour({ deliver: 1, count: 3 });
 		const zh = await generate(emu(), { prompt: 'a cup', n: 2 });
 		expect(zh.json.warnings[0].details).toMatch(/[\u4e00-\u9fff]/);
-		const en = await generate(
-			emu(),
-			{ prompt: 'a cup', n: 2 },
-			{ headers: { 'accept-language': 'en-US,en;q=0.9' } },
-		);
+		const en = await generate(emu(), { prompt: 'a cup', n: 2 }, { headers: { 'accept-language': 'en-US,en;q=0.9' } });
 		expect(en.json.warnings[0].details).toMatch(/^[\x20-\x7e]+$/);
-		const fr = await generate(
-			emu(),
-			{ prompt: 'a cup', n: 2 },
-			{ headers: { 'accept-language': 'fr-FR' } },
-		);
+		const fr = await generate(emu(), { prompt: 'a cup', n: 2 }, { headers: { 'accept-language': 'fr-FR' } });
 		expect(fr.json.warnings[0].details).toMatch(/[\u4e00-\u9fff]/);
 	});
 
@@ -398,28 +257,18 @@ describe('§2.5 sessions', () => {
 	});
 
 	test('rule 4: unknown or other account session → 404 session_not_found', async () => {
-		expectError(
-			await generate(emu(), { prompt: 'a cup', session_id: 's_doesnotexist' }),
-			404,
-			'session_not_found',
-		);
+		expectError(await generate(emu(), { prompt: 'a cup', session_id: 's_doesnotexist' }), 404, 'session_not_found');
 		const other = await emu().control.createAccount();
 		const otherKey = await emu().control.createKey({ accountId: other.accountId });
 		const theirs = await generate(emu(), { prompt: 'a cup' }, { key: otherKey.key });
-		expectError(
-			await generate(emu(), { prompt: 'a cup', session_id: theirs.json.session_id }),
-			404,
-			'session_not_found',
-		);
+		expectError(await generate(emu(), { prompt: 'a cup', session_id: theirs.json.session_id }), 404, 'session_not_found');
 	});
 });
 
 describe('§2.6 reference images and rule 3', () => {
 	test('images[].id of earlier calls are usable references', async () => {
 		const first = await generate(emu(), { prompt: 'a cup', n: 2 });
-		const second = await generate(emu(), {
-			ref_image_ids: first.json.images.map((i: { id: string }) => i.id),
-		});
+		const second = await generate(emu(), { ref_image_ids: first.json.images.map((i: { id: string }) => i.id) });
 		expect(second.status).toBe(200);
 	});
 
@@ -431,20 +280,14 @@ describe('§2.6 reference images and rule 3', () => {
 		const [foreign] = await seedRefs(1, other.accountId);
 		for (const bad of [deleted, cleaned, foreign, 'img_unknown']) {
 			const before = (await emu().control.ledger()).entries.length;
-			expectError(
-				await generate(emu(), { prompt: 'a cup', ref_image_ids: [fine, bad] }),
-				400,
-				'reference_image_missing',
-			);
+			expectError(await generate(emu(), { prompt: 'a cup', ref_image_ids: [fine, bad] }), 400, 'reference_image_missing');
 			expect((await emu().control.ledger()).entries.length).toBe(before);
 		}
 	});
 
 	test('published images are never auto-cleaned and stay usable', async () => {
 		const [image] = await seedRefs(1);
-		await emu().control.publish({
-			blocks: [{ id: 'b1', type: 'images', items: [{ imageId: image }] }],
-		});
+		await emu().control.publish({ blocks: [{ id: 'b1', type: 'images', items: [{ imageId: image }] }] });
 		const cleaned = await emu().control.cleanImage(image);
 		expect(cleaned).toMatchObject({ protected: true, cleaned: false });
 		expect((await generate(emu(), { ref_image_ids: [image] })).status).toBe(200);
@@ -484,11 +327,7 @@ describe('§4.1 validation rules', () => {
 
 	test('rule 2: neither prompt nor ref_image_ids → 400 invalid_request; either or both is fine', async () => {
 		expectError(await generate(emu(), {}), 400, 'invalid_request');
-		expectError(
-			await generate(emu(), { prompt: '   ', ref_image_ids: [] }),
-			400,
-			'invalid_request',
-		);
+		expectError(await generate(emu(), { prompt: '   ', ref_image_ids: [] }), 400, 'invalid_request');
 		const refs = await seedRefs(1);
 		expect((await generate(emu(), { ref_image_ids: refs })).status).toBe(200);
 		expect((await generate(emu(), { prompt: 'a cup', ref_image_ids: refs })).status).toBe(200);
@@ -500,74 +339,27 @@ describe('§4.1 validation rules', () => {
 	});
 
 	test('the body must be a JSON object sent as application/json', async () => {
-		expectError(
-			await call(emu(), 'POST', '/api/v1/generate', {
-				raw: '{"prompt":',
-				headers: { 'content-type': 'application/json' },
-			}),
-			400,
-			'invalid_request',
-		);
+		expectError(await call(emu(), 'POST', '/api/v1/generate', { raw: '{"prompt":', headers: { 'content-type': 'application/json' } }), 400, 'invalid_request');
 		expectError(await generate(emu(), ['a cup']), 400, 'invalid_request');
 		expectError(await generate(emu(), 'a cup'), 400, 'invalid_request');
-		expectError(
-			await call(emu(), 'POST', '/api/v1/generate', {
-				raw: '{"prompt":"a cup"}',
-				headers: { 'content-type': 'text/plain' },
-			}),
-			400,
-			'invalid_request',
-		);
-		expect(
-			(
-				await call(emu(), 'POST', '/api/v1/generate', {
-					raw: '{"prompt":"a cup"}',
-					headers: { 'content-type': 'application/json; charset=utf-8' },
-				})
-			).status,
-		).toBe(200);
+		expectError(await call(emu(), 'POST', '/api/v1/generate', { raw: '{"prompt":"a cup"}', headers: { 'content-type': 'text/plain' } }), 400, 'invalid_request');
+		expect((await call(emu(), 'POST', '/api/v1/generate', { raw: '{"prompt":"a cup"}', headers: { 'content-type': 'application/json; charset=utf-8' } })).status).toBe(200);
 	});
 
 	test('validation order: model before ratio before references before session', async () => {
 		const refs = await seedRefs(4);
-		const all = {
-			prompt: 'a cup',
-			ratio: '4:5',
-			ref_image_ids: [...refs, 'img_missing'],
-			session_id: 's_nope',
-		};
+		const all = { prompt: 'a cup', ratio: '4:5', ref_image_ids: [...refs, 'img_missing'], session_id: 's_nope' };
 		expectError(await generate(emu(), { ...all, model: 'nope' }), 400, 'invalid_model');
-		expectError(
-			await generate(emu(), { ...all, model: 'qwen-image-3.0-pro' }),
-			400,
-			'invalid_ratio',
-		);
-		expectError(
-			await generate(emu(), { ...all, model: 'qwen-image-3.0-pro', ratio: '1:1' }),
-			400,
-			'too_many_references',
-		);
-		expectError(
-			await generate(emu(), { ...all, model: 'nano-banana-2' }),
-			400,
-			'reference_image_missing',
-		);
-		expectError(
-			await generate(emu(), { ...all, model: 'nano-banana-2', ref_image_ids: refs }),
-			404,
-			'session_not_found',
-		);
+		expectError(await generate(emu(), { ...all, model: 'qwen-image-3.0-pro' }), 400, 'invalid_ratio');
+		expectError(await generate(emu(), { ...all, model: 'qwen-image-3.0-pro', ratio: '1:1' }), 400, 'too_many_references');
+		expectError(await generate(emu(), { ...all, model: 'nano-banana-2' }), 400, 'reference_image_missing');
+		expectError(await generate(emu(), { ...all, model: 'nano-banana-2', ref_image_ids: refs }), 404, 'session_not_found');
 	});
 });
 
 describe('§4.1 billing rules', () => {
 	test('rule 1 + 6: nano-banana-2 at 2K with n = 2 reserves 32 credits, then charges them', async () => {
-		const reply = await generate(emu(), {
-			prompt: 'a cup',
-			model: 'nano-banana-2',
-			resolution: '2K',
-			n: 2,
-		});
+		const reply = await generate(emu(), { prompt: 'a cup', model: 'nano-banana-2', resolution: '2K', n: 2 });
 		expect(reply.json.credits_charged).toBe(32);
 		const { entries, balance } = await emu().control.ledger();
 		expect(entries.map((e) => [e.type, e.amount, e.turnId])).toEqual([
@@ -580,15 +372,9 @@ describe('§4.1 billing rules', () => {
 
 	test('rule 1: the reservation is held while the model runs', async () => {
 		await emu().control.setLatency('generate', 300);
-		const pending = generate(emu(), {
-			prompt: 'a cup',
-			model: 'nano-banana-2',
-			resolution: '2K',
-			n: 2,
-		});
+		const pending = generate(emu(), { prompt: 'a cup', model: 'nano-banana-2', resolution: '2K', n: 2 });
 		let account = await emu().control.getAccount(emu().accountId);
-		for (let i = 0; i < 50 && account.credits === 1_000_000; i++)
-			account = await emu().control.getAccount(emu().accountId);
+		for (let i = 0; i < 50 && account.credits === 1_000_000; i++) account = await emu().control.getAccount(emu().accountId);
 		expect(account.credits).toBe(1_000_000 - 32);
 		expect((await pending).status).toBe(200);
 	});
@@ -598,40 +384,24 @@ describe('§4.1 billing rules', () => {
 		const reply = await generate(emu(), { prompt: 'a cup', n: 4 });
 		expectError(reply, 500, 'internal_error');
 		const { entries, balance } = await emu().control.ledger();
-		expect(entries.slice(1).map((e) => [e.type, e.amount])).toEqual([
-			['reserve', 64],
-			['refund', 64],
-		]);
+		expect(entries.slice(1).map((e) => [e.type, e.amount])).toEqual([['reserve', 64], ['refund', 64]]);
 		expect(balance).toBe(1_000_000);
 		expect((await emu().control.turns())[0].status).toBe('failed');
 	});
 
 	test('rule 3: partial success charges the actual count, refunds the rest, net credits_charged', async () => {
 		await emu().control.setGenerationBehaviour({ deliver: 2 });
-		const reply = await generate(emu(), {
-			prompt: 'a cup',
-			model: 'gpt-image-2',
-			quality: 'high',
-			n: 4,
-		});
+		const reply = await generate(emu(), { prompt: 'a cup', model: 'gpt-image-2', quality: 'high', n: 4 });
 		expect(reply.json.credits_charged).toBe(100);
 		const { entries, balance } = await emu().control.ledger();
-		expect(entries.slice(1).map((e) => [e.type, e.amount])).toEqual([
-			['reserve', 200],
-			['charge', 100],
-			['refund', 100],
-		]);
+		expect(entries.slice(1).map((e) => [e.type, e.amount])).toEqual([['reserve', 200], ['charge', 100], ['refund', 100]]);
 		expect(balance).toBe(1_000_000 - 100);
 	});
 
 	test('rule 4: insufficient balance → 402, nothing reserved, message states needed and current credits', async () => {
 		const account = await emu().control.createAccount({ credits: 31 });
 		const key = await emu().control.createKey({ accountId: account.accountId });
-		const reply = await generate(
-			emu(),
-			{ prompt: 'a cup', model: 'nano-banana-2', n: 2 },
-			{ key: key.key },
-		);
+		const reply = await generate(emu(), { prompt: 'a cup', model: 'nano-banana-2', n: 2 }, { key: key.key });
 		expectError(reply, 402, 'insufficient_credits');
 		expect(reply.json.error.message).toContain('32');
 		expect(reply.json.error.message).toContain('31');
@@ -640,10 +410,7 @@ describe('§4.1 billing rules', () => {
 		expect(ledger.entries.map((e) => e.type)).toEqual(['initial']);
 		expect(ledger.balance).toBe(31);
 		await emu().control.setCredits(account.accountId, 32);
-		expect(
-			(await generate(emu(), { prompt: 'a cup', model: 'nano-banana-2', n: 2 }, { key: key.key }))
-				.status,
-		).toBe(200);
+		expect((await generate(emu(), { prompt: 'a cup', model: 'nano-banana-2', n: 2 }, { key: key.key })).status).toBe(200);
 	});
 
 	test('rule 5: accounts younger than 7 days spend at most 2000 credits in any 24 hours', async () => {
@@ -652,11 +419,7 @@ describe('§4.1 billing rules', () => {
 		const high = { prompt: 'a cup', model: 'gpt-image-2', quality: 'high', n: 4 }; // 200 credits
 		for (let i = 0; i < 9; i++) expect((await generate(emu(), high, { key })).status).toBe(200); // 1800
 		expect((await generate(emu(), high, { key })).status).toBe(200); // exactly 2000 is allowed
-		const over = await generate(
-			emu(),
-			{ prompt: 'a cup', model: 'gpt-image-2', quality: 'low' },
-			{ key },
-		);
+		const over = await generate(emu(), { prompt: 'a cup', model: 'gpt-image-2', quality: 'low' }, { key });
 		expectError(over, 429, 'new_user_daily_limit');
 		expect((await emu().control.getAccount(account.accountId)).spentLast24h).toBe(2000);
 		// The window rolls: 24 hours later the spend is free again.
@@ -677,11 +440,7 @@ describe('§4.1 billing rules', () => {
 });
 
 test('null is a value, not an absent field', async () => {
-	expectError(
-		await generate(emu(), { prompt: 'a cup', session_id: null }),
-		400,
-		'invalid_session_id',
-	);
+	expectError(await generate(emu(), { prompt: 'a cup', session_id: null }), 400, 'invalid_session_id');
 	expectError(await generate(emu(), { prompt: 'a cup', ratio: null }), 400, 'invalid_ratio');
 	expectError(await generate(emu(), { prompt: 'a cup', model: null }), 400, 'invalid_model');
 });

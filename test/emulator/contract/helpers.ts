@@ -97,8 +97,7 @@ export function decodePng(bytes: Buffer): { width: number; height: number } {
 		const type = bytes.toString('ascii', offset + 4, offset + 8);
 		const data = bytes.subarray(offset + 8, offset + 8 + length);
 		const crc = bytes.readUInt32BE(offset + 8 + length);
-		if (crc !== crc32(bytes.subarray(offset + 4, offset + 8 + length)))
-			throw new Error(`bad CRC in ${type}`);
+		if (crc !== crc32(bytes.subarray(offset + 4, offset + 8 + length))) throw new Error(`bad CRC in ${type}`);
 		if (type === 'IHDR') {
 			width = data.readUInt32BE(0);
 			height = data.readUInt32BE(4);
@@ -113,8 +112,7 @@ export function decodePng(bytes: Buffer): { width: number; height: number } {
 	const channels = { 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 }[colourType] ?? 1;
 	const raw = unzlibSync(Buffer.concat(idat));
 	const expected = (Math.ceil((width * channels * bitDepth) / 8) + 1) * height;
-	if (raw.length !== expected)
-		throw new Error(`pixel data ${raw.length} bytes, expected ${expected}`);
+	if (raw.length !== expected) throw new Error(`pixel data ${raw.length} bytes, expected ${expected}`);
 	return { width, height };
 }
 

@@ -14,8 +14,7 @@ function pixels(png: Buffer) {
 	const idat: Buffer[] = [];
 	while (offset < png.length) {
 		const length = png.readUInt32BE(offset);
-		if (png.toString('ascii', offset + 4, offset + 8) === 'IDAT')
-			idat.push(png.subarray(offset + 8, offset + 8 + length));
+		if (png.toString('ascii', offset + 4, offset + 8) === 'IDAT') idat.push(png.subarray(offset + 8, offset + 8 + length));
 		offset += 12 + length;
 	}
 	const stream = Buffer.concat(idat);
@@ -32,8 +31,7 @@ function pixels(png: Buffer) {
 	for (let y = 0; y < height; y++) {
 		const line = raw.subarray(y * (width + 1), (y + 1) * (width + 1));
 		const row = new Uint8Array(width);
-		for (let x = 0; x < width; x++)
-			row[x] = line[0] === 2 ? (rows[y - 1][x] + line[1 + x]) & 255 : line[1 + x];
+		for (let x = 0; x < width; x++) row[x] = line[0] === 2 ? (rows[y - 1][x] + line[1 + x]) & 255 : line[1 + x];
 		if (line[0] !== 0 && line[0] !== 2) throw new Error(`unexpected filter ${line[0]}`);
 		rows.push(row);
 	}
@@ -42,16 +40,13 @@ function pixels(png: Buffer) {
 
 const caption = { model: 'nano-banana-2', prompt: 'A white ceramic mug on an oak table' };
 
-test.each(Object.keys(LONG_SIDE) as Array<keyof typeof LONG_SIDE>)(
-	'valid at %s in every ratio',
-	(resolution) => {
-		for (const ratio of ['1:1', '3:4', '4:5', '16:9', '9:16'] as const) {
-			const { width, height } = dimensions(ratio, resolution);
-			const decoded = pixels(renderPng('img_test', width, height, caption));
-			expect([decoded.width, decoded.height, decoded.adlerOk]).toEqual([width, height, true]);
-		}
-	},
-);
+test.each(Object.keys(LONG_SIDE) as Array<keyof typeof LONG_SIDE>)('valid at %s in every ratio', (resolution) => {
+	for (const ratio of ['1:1', '3:4', '4:5', '16:9', '9:16'] as const) {
+		const { width, height } = dimensions(ratio, resolution);
+		const decoded = pixels(renderPng('img_test', width, height, caption));
+		expect([decoded.width, decoded.height, decoded.adlerOk]).toEqual([width, height, true]);
+	}
+});
 
 test('looks like a picture: many shades, and a caption in the panel at the bottom', () => {
 	const { rows, height } = pixels(renderPng('img_look', 1024, 1024, caption));

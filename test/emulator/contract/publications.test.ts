@@ -7,10 +7,8 @@ import { call, expectError, setup } from './helpers';
 
 const { emu } = setup();
 
-const list = (query = '', key?: string) =>
-	call(emu(), 'GET', `/api/v1/image-pack-publications${query}`, { key });
-const detail = (id: number | string, key?: string) =>
-	call(emu(), 'GET', `/api/v1/image-pack-publications/${id}`, { key });
+const list = (query = '', key?: string) => call(emu(), 'GET', `/api/v1/image-pack-publications${query}`, { key });
+const detail = (id: number | string, key?: string) => call(emu(), 'GET', `/api/v1/image-pack-publications/${id}`, { key });
 
 describe('§4.2 list', () => {
 	test('response shape: items ascending, next_since_id, reread_overlap 50, dedupe_by', async () => {
@@ -20,22 +18,8 @@ describe('§4.2 list', () => {
 		expect(reply.status).toBe(200);
 		expect(reply.json).toEqual({
 			items: [
-				{
-					id: a.id,
-					pack_id: a.pack_id,
-					version: 1,
-					style_code: 'RED-1',
-					source_revision: a.source_revision,
-					published_at: a.published_at,
-				},
-				{
-					id: b.id,
-					pack_id: a.pack_id,
-					version: 2,
-					style_code: 'RED-1',
-					source_revision: b.source_revision,
-					published_at: b.published_at,
-				},
+				{ id: a.id, pack_id: a.pack_id, version: 1, style_code: 'RED-1', source_revision: a.source_revision, published_at: a.published_at },
+				{ id: b.id, pack_id: a.pack_id, version: 2, style_code: 'RED-1', source_revision: b.source_revision, published_at: b.published_at },
 			],
 			next_since_id: b.id,
 			reread_overlap: 50,
@@ -50,20 +34,12 @@ describe('§4.2 list', () => {
 		const records = [];
 		for (let i = 0; i < 5; i++) records.push(await emu().control.publish());
 		const after2 = await list(`?since_id=${records[1].id}`);
-		expect(after2.json.items.map((r: { id: number }) => r.id)).toEqual(
-			records.slice(2).map((r) => r.id),
-		);
+		expect(after2.json.items.map((r: { id: number }) => r.id)).toEqual(records.slice(2).map((r) => r.id));
 		const none = await list(`?since_id=${records[4].id}`);
 		expect(none.json).toMatchObject({ items: [], next_since_id: records[4].id });
 		expect((await list('?since_id=999999')).json.next_since_id).toBe(999999);
 		expect((await list()).json.items).toHaveLength(5); // since_id defaults to 0
-		const empty = await call(emu(), 'GET', '/api/v1/image-pack-publications', {
-			key: (
-				await emu().control.createKey({
-					accountId: (await emu().control.createAccount()).accountId,
-				})
-			).key,
-		});
+		const empty = await call(emu(), 'GET', '/api/v1/image-pack-publications', { key: (await emu().control.createKey({ accountId: (await emu().control.createAccount()).accountId })).key });
 		expect(empty.json).toMatchObject({ items: [], next_since_id: 0 });
 	});
 
@@ -107,13 +83,8 @@ describe('§4.2 list', () => {
 		const theirs = await emu().control.publish({ accountId: other.accountId });
 		const mine2 = await emu().control.publish();
 		expect([mine1.id, theirs.id, mine2.id]).toEqual([mine1.id, mine1.id + 1, mine1.id + 2]);
-		expect((await list()).json.items.map((r: { id: number }) => r.id)).toEqual([
-			mine1.id,
-			mine2.id,
-		]);
-		expect((await list('', otherKey)).json.items.map((r: { id: number }) => r.id)).toEqual([
-			theirs.id,
-		]);
+		expect((await list()).json.items.map((r: { id: number }) => r.id)).toEqual([mine1.id, mine2.id]);
+		expect((await list('', otherKey)).json.items.map((r: { id: number }) => r.id)).toEqual([theirs.id]);
 	});
 
 	test('incremental contract: an id committed late is found by re-reading the overlap, dedupe by (pack_id, version)', async () => {
@@ -133,16 +104,8 @@ describe('§4.2 list', () => {
 		// ...re-reading reread_overlap ids before it finds it.
 		const since = round1.json.next_since_id - round1.json.reread_overlap;
 		const round2 = await list(`?since_id=${since}`);
-		expect(round2.json.items.map((r: { id: number }) => r.id)).toEqual([
-			early.id,
-			late.id,
-			later.id,
-		]);
-		const seen = new Set(
-			[...round1.json.items, ...round2.json.items].map(
-				(r: { pack_id: string; version: number }) => `${r.pack_id}#${r.version}`,
-			),
-		);
+		expect(round2.json.items.map((r: { id: number }) => r.id)).toEqual([early.id, late.id, later.id]);
+		const seen = new Set([...round1.json.items, ...round2.json.items].map((r: { pack_id: string; version: number }) => `${r.pack_id}#${r.version}`));
 		expect(seen.size).toBe(3);
 		expect((await detail(late.id)).status).toBe(200);
 	});
@@ -164,11 +127,7 @@ describe('§2.7 records and versions', () => {
 		const first = await emu().control.publish();
 		const copy = await emu().control.repeatPublication(first.id, { commit: false });
 		expect(copy.id).toBe(first.id + 1);
-		expect([copy.pack_id, copy.version, copy.committed]).toEqual([
-			first.pack_id,
-			first.version,
-			false,
-		]);
+		expect([copy.pack_id, copy.version, copy.committed]).toEqual([first.pack_id, first.version, false]);
 		expect((await list()).json.items.map((r: { id: number }) => r.id)).toEqual([first.id]);
 		await emu().control.commitPublication(copy.id);
 		const items = (await list()).json.items;
@@ -193,11 +152,7 @@ describe('§2.9 / §4.3 detail and manifests', () => {
 		const [x, y] = (await emu().control.seedImages({ count: 2 })).images;
 		const record = await emu().control.publish({
 			blocks: [
-				{
-					id: 'b1',
-					type: 'images',
-					items: [{ imageId: y.id }, { imageId: x.id, caption: 'kept as is' }],
-				},
+				{ id: 'b1', type: 'images', items: [{ imageId: y.id }, { imageId: x.id, caption: 'kept as is' }] },
 				{ id: 'b2', type: 'text', content: '注意：第二张只用于详情页。' },
 			],
 		});
@@ -261,27 +216,15 @@ describe('§2.9 / §4.3 detail and manifests', () => {
 		expect(manifest.blocks).toBeUndefined();
 		expect(manifest.slots.map((s: { slotId: string }) => s.slotId)).toEqual(['main', 'detail']);
 		for (const slot of manifest.slots) {
-			expect(slot).toEqual({
-				slotId: expect.any(String),
-				name: expect.any(String),
-				note: expect.any(String),
-				items: expect.any(Array),
-			});
-			for (const item of slot.items)
-				expect(item.download_url).toBe(
-					`/api/file/${(await emu().control.images()).find((i) => i.id === item.imageId)!.filename}`,
-				);
+			expect(slot).toEqual({ slotId: expect.any(String), name: expect.any(String), note: expect.any(String), items: expect.any(Array) });
+			for (const item of slot.items) expect(item.download_url).toBe(`/api/file/${(await emu().control.images()).find((i) => i.id === item.imageId)!.filename}`);
 		}
 		// A new version of the same pack after the cutoff is schemaVersion 3; the old one stays 2.
 		const v2 = await emu().control.publish({ packId: old.pack_id });
 		expect((await detail(v2.id)).json.manifest.schemaVersion).toBe(3);
 		expect((await detail(old.id)).json.manifest.schemaVersion).toBe(2);
-		await expect(
-			emu().control.publish({ schemaVersion: 2, publishedAt: Date.UTC(2026, 9, 1) }),
-		).rejects.toThrow(/contradicts/);
-		expect((await emu().control.publish({ schemaVersion: 2 })).published_at).toBeLessThan(
-			Date.UTC(2026, 8, 10),
-		);
+		await expect(emu().control.publish({ schemaVersion: 2, publishedAt: Date.UTC(2026, 9, 1) })).rejects.toThrow(/contradicts/);
+		expect((await emu().control.publish({ schemaVersion: 2 })).published_at).toBeLessThan(Date.UTC(2026, 8, 10));
 	});
 
 	test('another account record → 404 not_found; unknown id → 404; non-integer id → 400 invalid_id', async () => {
@@ -296,10 +239,7 @@ describe('§2.9 / §4.3 detail and manifests', () => {
 
 describe('bulk (benchmark support)', () => {
 	test('100,000 publications: created, paged and looked up', async () => {
-		const { firstId, lastId, count } = await emu().control.publishBulk({
-			count: 100_000,
-			packs: 1000,
-		});
+		const { firstId, lastId, count } = await emu().control.publishBulk({ count: 100_000, packs: 1000 });
 		expect(count).toBe(100_000);
 		expect(lastId - firstId).toBe(99_999);
 		const tail = await list(`?since_id=${lastId - 10}&limit=200`);
@@ -324,35 +264,16 @@ describe('bulk (benchmark support)', () => {
 	test('manifests of a given size: images in groups of ten after notes in Chinese and English, a long note', async () => {
 		const { firstId, lastId } = await emu().control.publishBulk({ count: 3, images: 40 });
 		const forty = (await detail(lastId)).json.manifest;
-		expect(forty.blocks.map((b: { type: string }) => b.type)).toEqual([
-			'text',
-			'images',
-			'text',
-			'images',
-			'text',
-			'images',
-			'text',
-			'images',
-		]);
-		const items = forty.blocks.flatMap(
-			(b: { items?: Array<{ download_url: string }> }) => b.items ?? [],
-		);
+		expect(forty.blocks.map((b: { type: string }) => b.type)).toEqual(['text', 'images', 'text', 'images', 'text', 'images', 'text', 'images']);
+		const items = forty.blocks.flatMap((b: { items?: Array<{ download_url: string }> }) => b.items ?? []);
 		expect(items).toHaveLength(40);
-		expect(
-			items.every((item: { download_url: string }) => item.download_url.startsWith('/api/file/')),
-		).toBe(true);
+		expect(items.every((item: { download_url: string }) => item.download_url.startsWith('/api/file/'))).toBe(true);
 		expect(forty.blocks[0].content).toMatch(/商品.*Hero shots/);
 		expect((await detail(firstId)).json.manifest).toEqual(forty);
-		const { lastId: long } = await emu().control.publishBulk({
-			count: 1,
-			images: 1,
-			noteChars: 2_000_000,
-		});
+		const { lastId: long } = await emu().control.publishBulk({ count: 1, images: 1, noteChars: 2_000_000 });
 		const longNote = (await detail(long)).json.manifest.blocks[0].content;
 		expect(longNote).toHaveLength(2_000_000);
-		const bad = await call(emu(), 'POST', '/_emulator/publications/bulk', {
-			body: { count: 1, images: 2, schemaVersion: 2 },
-		});
+		const bad = await call(emu(), 'POST', '/_emulator/publications/bulk', { body: { count: 1, images: 2, schemaVersion: 2 } });
 		expect(bad.status).toBe(400);
 	});
 });
