@@ -18,6 +18,8 @@
  * nothing (`idempotency_key_used`, `not_sent`). Two n8n starts in all.
  */
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import { startTestEmulator, waitFor } from './fixtures.mjs';
@@ -56,12 +58,13 @@ describe('n8n 2.41.1 killed mid-Generate, then Executions → Retry', () => {
 	let userFolder;
 	let n8n;
 	let credential;
+	let packed;
 	const ids = {};
 
 	before(async () => {
 		emulator = await startTestEmulator();
 		gate = await startGate();
-		const tarball = process.env.IMAGEPACK_TARBALL ?? (await packPackage());
+		const tarball = process.env.IMAGEPACK_TARBALL ?? (packed = await packPackage());
 		userFolder = await createUserFolder({ tarball });
 		n8n = crashableN8n({ userFolder: userFolder.dir, profile: 'default', owner: OWNER, startN8n });
 		await n8n.start();
@@ -82,6 +85,7 @@ describe('n8n 2.41.1 killed mid-Generate, then Executions → Retry', () => {
 		await gate?.stop();
 		await emulator?.close();
 		userFolder?.cleanup();
+		if (packed) fs.rmSync(path.dirname(packed), { recursive: true, force: true });
 	});
 
 	describe('the 4th generation in flight when n8n is killed', () => {
