@@ -69,9 +69,9 @@ describe('n8n 2.41.1 killed mid-Generate, then Executions → Retry', () => {
 		n8n = crashableN8n({ userFolder: userFolder.dir, profile: 'default', owner: OWNER, startN8n });
 		await n8n.start();
 		credential = await n8n.createCredential({ name: 'Image Pack (emulator)', type: 'imagePackApi', data: { baseUrl: emulator.baseUrl, apiKey: emulator.apiKey } });
-		for (const path of PATHS) {
-			path.list = products(path.key);
-			ids[path.key] = await n8n.publish(webhookWorkflow({ name: `crash: ${path.key}`, path: path.key, credential, settings: path.settings }));
+		for (const scenario of PATHS) {
+			scenario.list = products(scenario.key);
+			ids[scenario.key] = await n8n.publish(webhookWorkflow({ name: `crash: ${scenario.key}`, path: scenario.key, credential, settings: scenario.settings }));
 		}
 		ids.unsent = await n8n.publish(webhookWorkflow({ name: 'crash: unsent', path: 'unsent', credential, onError: null }));
 		ids.again = await n8n.publish(webhookWorkflow({ name: 'new work: again', path: 'again', credential }));
@@ -92,10 +92,10 @@ describe('n8n 2.41.1 killed mid-Generate, then Executions → Retry', () => {
 		const crashed = {};
 
 		before(async () => {
-			for (const path of PATHS) {
+			for (const scenario of PATHS) {
 				// Held once generated and charged: the answer never reaches n8n.
-				await emulator.control.injectFault({ route: 'generate', kind: 'hold', when: 'after', promptIncludes: path.list[HELD - 1].prompt });
-				await n8n.call(path.key, { products: path.list });
+				await emulator.control.injectFault({ route: 'generate', kind: 'hold', when: 'after', promptIncludes: scenario.list[HELD - 1].prompt });
+				await n8n.call(scenario.key, { products: scenario.list });
 			}
 			// Held in front of the service: never processed.
 			await emulator.control.injectFault({ route: 'generate', kind: 'hold', when: 'before', promptIncludes: UNSENT.list[0].prompt });
@@ -108,13 +108,13 @@ describe('n8n 2.41.1 killed mid-Generate, then Executions → Retry', () => {
 			for (const key of [...PATHS.map((p) => p.key), 'unsent']) crashed[key] = await n8n.crashed(ids[key]);
 		});
 
-		for (const path of PATHS) {
-			it(`${path.key}: Retry ${path.loadWorkflow ? 'with currently saved workflow' : 'with original workflow'} pays for nothing twice and generates products 5–8`, async () => {
-				const before = await perProduct(emulator, path.list);
+		for (const scenario of PATHS) {
+			it(`${scenario.key}: Retry ${scenario.loadWorkflow ? 'with currently saved workflow' : 'with original workflow'} pays for nothing twice and generates products 5–8`, async () => {
+				const before = await perProduct(emulator, scenario.list);
 				assert.deepEqual(before.requests, [1, 1, 1, 1, 0, 0, 0, 0], `the crashed run sent products 1–4: ${before.line}`);
-				const retried = await n8n.retry(crashed[path.key], { loadWorkflow: path.loadWorkflow });
-				const seen = await perProduct(emulator, path.list);
-				const facts = `${path.key}: ${seen.line}; retry ${retried.id}: ${outputsLine(retried)}`;
+				const retried = await n8n.retry(crashed[scenario.key], { loadWorkflow: scenario.loadWorkflow });
+				const seen = await perProduct(emulator, scenario.list);
+				const facts = `${scenario.key}: ${seen.line}; retry ${retried.id}: ${outputsLine(retried)}`;
 				assert.equal(retried.mode, 'retry', facts);
 				assert.ok(seen.requests.every((count) => count <= 1), `at most one generate request per product across the crashed run and its retry — ${facts}`);
 				assert.deepEqual(seen.requests, Array(PRODUCTS).fill(1), `products 5–8 sent by the retry — ${facts}`);

@@ -2,6 +2,7 @@
  * Contract of the emulator's own facilities: request log, reset, ledger, clock, latency and every
  * injected fault kind (status, reset, slow, truncate, malformedJson, html, hold; before/after the work).
  */
+import { sleep } from 'n8n-workflow';
 import { request } from 'undici';
 
 import { call, expectError, generate, setup } from './helpers';
@@ -230,7 +231,7 @@ describe('faults', () => {
 		for (let i = 0; i < 200; i++) {
 			const held = await emu().control.held();
 			if (held.length === count) return held;
-			await new Promise((resolve) => setTimeout(resolve, 10));
+			await sleep(10);
 		}
 		throw new Error(`never ${count} held`);
 	}
