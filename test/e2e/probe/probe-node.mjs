@@ -5,7 +5,10 @@
  * a user folder the way n8n installs community packages. Used by the probes in this folder only.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+
+import { runCommand } from '../n8n.mjs';
 
 const NODE_SOURCE = String.raw`
 'use strict';
@@ -80,16 +83,30 @@ module.exports = { Probe };
 
 export const PROBE_TYPE = 'n8n-nodes-probe.probe';
 
-/** Installs the probe package into `<userFolder>/.n8n/nodes` next to whatever is there. */
-export function installProbeNode(userFolder) {
-	const nodesDir = path.join(userFolder, '.n8n', 'nodes');
-	const dir = path.join(nodesDir, 'node_modules', 'n8n-nodes-probe');
+/** Writes the probe package (package.json, dist/Probe.node.js) into `dir`. */
+export function writeProbePackage(dir) {
 	fs.mkdirSync(path.join(dir, 'dist'), { recursive: true });
 	fs.writeFileSync(path.join(dir, 'dist', 'Probe.node.js'), NODE_SOURCE);
 	fs.writeFileSync(
 		path.join(dir, 'package.json'),
 		JSON.stringify({ name: 'n8n-nodes-probe', version: '0.0.1', keywords: ['n8n-community-node-package'], n8n: { n8nNodesApiVersion: 1, nodes: ['dist/Probe.node.js'] } }, null, 2),
 	);
+}
+
+/** The probe package as an npm tarball (for createUserFolder({ tarball })); returns its path. */
+export async function packProbe() {
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'imagepack-probe-'));
+	writeProbePackage(path.join(dir, 'package'));
+	const tarball = path.join(dir, 'n8n-nodes-probe-0.0.1.tgz');
+	const result = await runCommand('tar', ['-czf', tarball, '-C', dir, 'package']);
+	if (result.code !== 0) throw new Error(`tar failed: ${result.stderr}`);
+	return tarball;
+}
+
+/** Installs the probe package into `<userFolder>/.n8n/nodes` next to whatever is there. */
+export function installProbeNode(userFolder) {
+	const nodesDir = path.join(userFolder, '.n8n', 'nodes');
+	writeProbePackage(path.join(nodesDir, 'node_modules', 'n8n-nodes-probe'));
 	const manifestFile = path.join(nodesDir, 'package.json');
 	const manifest = fs.existsSync(manifestFile) ? JSON.parse(fs.readFileSync(manifestFile, 'utf8')) : { name: 'installed-nodes', private: true, dependencies: {} };
 	manifest.dependencies = { ...manifest.dependencies, 'n8n-nodes-probe': '0.0.1' };
