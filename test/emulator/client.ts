@@ -8,6 +8,7 @@ import type { Ratio, Resolution } from './catalog';
 import type {
 	FaultSpec as FaultOptions,
 	GenerationBehaviour,
+	HeldRequest,
 	LedgerEntry,
 	RequestLogEntry,
 	RouteName,
@@ -18,6 +19,7 @@ export type { Ratio, Resolution } from './catalog';
 export type {
 	FaultSpec as FaultOptions,
 	GenerationBehaviour,
+	HeldRequest,
 	LedgerEntry,
 	RequestLogEntry,
 	RouteName,
@@ -119,6 +121,7 @@ export interface ImageView {
 export interface FaultView extends FaultOptions {
 	id: number;
 	remaining: number;
+	skip: number;
 }
 
 export interface TurnView {
@@ -290,6 +293,14 @@ export class EmulatorControl {
 	}
 	clearFaults(): Promise<void> {
 		return this.call('DELETE', '/faults');
+	}
+	/** The requests `hold` faults hold right now, oldest first. */
+	held(): Promise<HeldRequest[]> {
+		return this.call('GET', '/held');
+	}
+	/** Lets a held request go on (by its request-log seq), or every held request; returns those released. */
+	releaseHeld(seq?: number): Promise<HeldRequest[]> {
+		return this.call('POST', '/held/release', seq === undefined ? {} : { seq });
 	}
 	setGenerationBehaviour(behaviour: GenerationBehaviour): Promise<GenerationBehaviour> {
 		return this.call('PUT', '/generation-behaviour', behaviour);

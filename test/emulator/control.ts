@@ -74,8 +74,9 @@ const schemas = {
 	latency: z.object({ route, ms: z.number().min(0) }),
 	fault: z.object({
 		route,
-		kind: z.enum(['status', 'reset', 'slow', 'truncate', 'malformedJson', 'html']),
+		kind: z.enum(['status', 'reset', 'slow', 'truncate', 'malformedJson', 'html', 'hold']),
 		count: z.number().int().min(1).optional(),
+		skip: z.number().int().min(0).optional(),
 		status: z.number().int().min(100).max(599).optional(),
 		code: z.string().optional(),
 		message: z.string().optional(),
@@ -97,6 +98,7 @@ const schemas = {
 		persist: z.boolean().optional(),
 		promptIncludes: z.string().optional(),
 	}),
+	release: z.object({ seq: z.number().int().min(1).optional() }),
 	rateLimit: z.object({ perKeyPerMinute: z.number().int().min(1).nullable() }),
 	overlap: z.object({ overlap: z.number().int().min(0) }),
 	clock: z.object({ epochMs: z.number() }),
@@ -261,7 +263,7 @@ export function registerControlRoutes(app: FastifyInstance, runtime: Runtime, re
 	const query = (req: FastifyRequest) => req.query as Record<string, string | undefined>;
 	const accountOf = (req: FastifyRequest) => s().account(query(req).accountId);
 
-	app.post(`${p}/reset`, wrap(() => (reset(), info())));
+	app.post(`${p}/reset`, wrap(() => (s().dropHeld(), reset(), info())));
 	app.get(`${p}/info`, wrap(() => info()));
 
 	app.post(`${p}/accounts`, wrap((req) => s().accountView(s().createAccount(parse(schemas.account, req.body)))));
@@ -424,8 +426,10 @@ export function registerControlRoutes(app: FastifyInstance, runtime: Runtime, re
 			return { id: fault.id, route: fault.route, kind: fault.kind, when: fault.when, remaining: fault.remaining };
 		}),
 	);
-	app.get(`${p}/faults`, wrap(() => s().faults.map((f) => ({ id: f.id, ...f.spec, when: f.when, remaining: f.remaining }))));
+	app.get(`${p}/faults`, wrap(() => s().faults.map((f) => ({ id: f.id, ...f.spec, when: f.when, remaining: f.remaining, skip: f.skip }))));
 	app.delete(`${p}/faults`, wrap(() => void s().faults.splice(0)));
+	app.get(`${p}/held`, wrap(() => s().held()));
+	app.post(`${p}/held/release`, wrap((req) => s().release(parse(schemas.release, req.body ?? {}).seq)));
 
 	app.put(
 		`${p}/generation-behaviour`,

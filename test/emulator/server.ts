@@ -196,6 +196,10 @@ async function handle(
 	ctx.entry.prompt = promptOf(req.body) ?? null;
 	const fault = ctx.state.takeFault(route, ctx.entry.prompt ?? undefined);
 	if (fault) ctx.entry.fault = `${fault.kind}:${fault.when}`;
+	// hold before: the service has not seen the request yet; a client gone meanwhile means it never will.
+	if (fault?.kind === 'hold' && fault.when === 'before' && !(await holdRequest(ctx, reply, fault))) {
+		return resetConnection(ctx, reply);
+	}
 	if (fault?.when === 'before') {
 		if (fault.kind === 'reset') return resetConnection(ctx, reply);
 		if (fault.kind === 'status' || fault.kind === 'html') return writeOut(ctx, reply, faultOut(fault, ctx));
@@ -212,11 +216,28 @@ async function handle(
 		out = errorOut(toApiError(err), ctx.requestId);
 	}
 	if (ctx.runtime.abort.signal.aborted) return resetConnection(ctx, reply);
+	// hold after: the work is done (a generation charged); the answer waits, and is lost if the client goes.
+	if (fault?.kind === 'hold') {
+		if (fault.when === 'after' && !(await holdRequest(ctx, reply, fault))) return resetConnection(ctx, reply);
+		return writeOut(ctx, reply, out);
+	}
 	// truncate and malformedJson transform a real response, so they always act "after".
 	if (fault && (fault.when === 'after' || fault.kind === 'truncate' || fault.kind === 'malformedJson')) {
 		return await sendWithFault(ctx, reply, out, fault);
 	}
 	writeOut(ctx, reply, out);
+}
+
+/**
+ * Holds the request (a `hold` fault) until the control API releases it (true) or the client closes
+ * the connection, the state is reset or the emulator closes (false).
+ */
+function holdRequest(ctx: Ctx, reply: FastifyReply, fault: Fault): Promise<boolean> {
+	const res = reply.raw;
+	return ctx.state.hold(ctx.entry, fault, ctx.runtime.abort.signal, (callback) => {
+		if (res.destroyed || res.socket?.destroyed) return callback();
+		res.once('close', callback);
+	});
 }
 
 /** The `prompt` of a JSON request body, for faults aimed at one item of a batch. */

@@ -133,8 +133,10 @@ interface PackRecord {
 
 export interface FaultSpec {
 	route: RouteName | '*';
-	kind: 'status' | 'reset' | 'slow' | 'truncate' | 'malformedJson' | 'html';
+	kind: 'status' | 'reset' | 'slow' | 'truncate' | 'malformedJson' | 'html' | 'hold';
 	count?: number;
+	/** Matching requests to let pass untouched before the fault applies (skip 3 aims at the 4th). */
+	skip?: number;
 	status?: number;
 	code?: string;
 	message?: string;
@@ -150,8 +152,28 @@ export interface FaultSpec {
 export interface Fault extends Required<Pick<FaultSpec, 'route' | 'kind' | 'when'>> {
 	id: number;
 	remaining: number;
+	/** Matching requests still to let pass before the fault applies. */
+	skip: number;
 	spec: FaultSpec;
 }
+
+/**
+ * A request held by a `hold` fault: before the work (nothing validated, reserved or charged yet) or
+ * after it (done and charged, the response not sent), until released or until the client goes away.
+ */
+export interface HeldRequest {
+	/** The request-log entry's seq. */
+	seq: number;
+	faultId: number;
+	route: RouteName;
+	prompt: string | null;
+	when: 'before' | 'after';
+	/** Emulator time the hold began. */
+	since: number;
+}
+
+/** How a held request ended: released by the control API, its client went away, or dropped by reset/close. */
+export type HeldOutcome = 'waiting' | 'released' | 'clientClosed' | 'dropped';
 
 export interface GenerationBehaviour {
 	/** Images actually produced (0 = whole run fails). Clamped to n. */
@@ -192,6 +214,8 @@ export interface RequestLogEntry {
 	fault: string | null;
 	/** The `prompt` of a JSON body (generate), so a test can count the requests of each item. */
 	prompt: string | null;
+	/** Set when a `hold` fault held the request: when, and how the hold ended so far. */
+	held: { when: 'before' | 'after'; outcome: HeldOutcome } | null;
 	at: number;
 }
 
@@ -244,6 +268,8 @@ export class EmulatorState {
 	rereadOverlap = 50;
 	private readonly keyHits = new Map<string, number[]>();
 	readonly requestLog: RequestLogEntry[] = [];
+	/** Requests held by `hold` faults right now, by log seq; settle(true) lets one go on. */
+	private readonly heldRequests = new Map<number, { view: HeldRequest; entry: RequestLogEntry; settle: (go: boolean) => void }>();
 	private requestSeq = 0;
 	/** Secret for signed file links; new per state so old links die on reset. */
 	readonly signingSecret = hex(32);
@@ -518,6 +544,7 @@ export class EmulatorState {
 			kind: spec.kind,
 			when: spec.when ?? (inherentlyAfter ? 'after' : 'before'),
 			remaining: spec.count ?? 1,
+			skip: spec.skip ?? 0,
 			spec,
 		};
 		this.faults.push(fault);
@@ -525,14 +552,66 @@ export class EmulatorState {
 	}
 
 	takeFault(route: RouteName, prompt?: string): Fault | undefined {
-		const index = this.faults.findIndex(
-			(f) => (f.route === route || f.route === '*') && f.remaining > 0 && promptMatches(f.spec.promptIncludes, prompt),
-		);
+		const matches = (f: Fault) =>
+			(f.route === route || f.route === '*') && f.remaining > 0 && promptMatches(f.spec.promptIncludes, prompt);
+		// A fault still skipping counts this request and lets it look further down the queue.
+		let index = -1;
+		for (let i = 0; i < this.faults.length && index < 0; i++) {
+			const f = this.faults[i];
+			if (!matches(f)) continue;
+			if (f.skip > 0) f.skip -= 1;
+			else index = i;
+		}
 		if (index < 0) return undefined;
 		const fault = this.faults[index];
 		fault.remaining -= 1;
 		if (fault.remaining <= 0) this.faults.splice(index, 1);
 		return fault;
+	}
+
+	/**
+	 * Holds a request until release(seq) (resolves true), its client goes away or drop() (false).
+	 * `onClose` registers the client-gone callback (the response's close event).
+	 */
+	hold(entry: RequestLogEntry, fault: Fault, signal: AbortSignal, onClose: (callback: () => void) => void): Promise<boolean> {
+		const view: HeldRequest = {
+			seq: entry.seq,
+			faultId: fault.id,
+			route: entry.route as RouteName,
+			prompt: entry.prompt,
+			when: fault.when,
+			since: this.now(),
+		};
+		entry.held = { when: fault.when, outcome: 'waiting' };
+		return new Promise<boolean>((resolve) => {
+			const end = (outcome: HeldOutcome) => {
+				if (!this.heldRequests.delete(entry.seq)) return;
+				entry.held = { when: fault.when, outcome };
+				resolve(outcome === 'released');
+			};
+			this.heldRequests.set(entry.seq, { view, entry, settle: (go) => end(go ? 'released' : 'dropped') });
+			onClose(() => end('clientClosed'));
+			if (signal.aborted) end('dropped');
+			else signal.addEventListener('abort', () => end('dropped'), { once: true });
+		});
+	}
+
+	/** The requests held right now, oldest first. */
+	held(): HeldRequest[] {
+		return [...this.heldRequests.values()].map((h) => h.view);
+	}
+
+	/** Lets the held request with this log seq go on (every held request when seq is omitted). */
+	release(seq?: number): HeldRequest[] {
+		const chosen = [...this.heldRequests.values()].filter((h) => seq === undefined || h.view.seq === seq);
+		if (seq !== undefined && !chosen.length) throw new ApiError(404, 'not_found', `no held request ${seq}`);
+		for (const h of chosen) h.settle(true);
+		return chosen.map((h) => h.view);
+	}
+
+	/** Ends every hold without letting the requests go on (reset): their connections are dropped. */
+	dropHeld() {
+		for (const h of [...this.heldRequests.values()]) h.settle(false);
 	}
 
 	latencyFor(route: RouteName): number {
@@ -549,7 +628,7 @@ export class EmulatorState {
 		return behaviour;
 	}
 
-	logRequest(entry: Omit<RequestLogEntry, 'seq' | 'at' | 'status' | 'accountId' | 'fault' | 'prompt'>): RequestLogEntry {
+	logRequest(entry: Omit<RequestLogEntry, 'seq' | 'at' | 'status' | 'accountId' | 'fault' | 'prompt' | 'held'>): RequestLogEntry {
 		const full: RequestLogEntry = {
 			seq: ++this.requestSeq,
 			...entry,
@@ -557,6 +636,7 @@ export class EmulatorState {
 			accountId: null,
 			fault: null,
 			prompt: null,
+			held: null,
 			at: this.now(),
 		};
 		this.requestLog.push(full);

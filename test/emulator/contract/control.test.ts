@@ -1,7 +1,8 @@
 /**
  * Contract of the emulator's own facilities: request log, reset, ledger, clock, latency and every
- * injected fault kind (status, reset, slow, truncate, malformedJson, html; before/after the work).
+ * injected fault kind (status, reset, slow, truncate, malformedJson, html, hold; before/after the work).
  */
+import { sleep } from 'n8n-workflow';
 import { request } from 'undici';
 
 import { call, expectError, generate, setup } from './helpers';
@@ -223,6 +224,100 @@ describe('faults', () => {
 		expectError(await call(emu(), 'GET', listPath), 504, 'gateway_timeout');
 		expect((await call(emu(), 'GET', listPath)).status).toBe(200);
 		expect(await emu().control.faults()).toEqual([]);
+	});
+
+	/** Polls the held list until `count` requests are held. */
+	async function heldCount(count: number) {
+		for (let i = 0; i < 200; i++) {
+			const held = await emu().control.held();
+			if (held.length === count) return held;
+			await sleep(10);
+		}
+		throw new Error(`never ${count} held`);
+	}
+
+	test('hold before the work: logged on arrival, nothing reserved until released, then handled normally', async () => {
+		await emu().control.injectFault({ route: 'generate', kind: 'hold', promptIncludes: 'item 2' });
+		const cup = { model: 'nano-banana-2', resolution: '1K' };
+		expect((await generate(emu(), { prompt: 'item 1', ...cup })).status).toBe(200);
+		const pending = generate(emu(), { prompt: 'item 2', ...cup });
+		const [held] = await heldCount(1);
+		expect(held).toMatchObject({ route: 'generate', prompt: 'item 2', when: 'before' });
+		const log = await emu().control.requests({ route: 'generate' });
+		expect(log.map((e) => [e.prompt, e.status, e.fault, e.held])).toEqual([
+			['item 1', 200, null, null],
+			['item 2', null, 'hold:before', { when: 'before', outcome: 'waiting' }],
+		]);
+		expect(held.seq).toBe(log[1].seq);
+		expect((await emu().control.turns()).map((t) => t.prompt)).toEqual(['item 1']);
+		expect(await emu().control.releaseHeld(held.seq)).toEqual([held]);
+		expect((await pending).status).toBe(200);
+		expect((await emu().control.turns()).map((t) => t.prompt)).toEqual(['item 1', 'item 2']);
+		expect((await emu().control.requests({ route: 'generate' }))[1].held).toEqual({ when: 'before', outcome: 'released' });
+		expect(await emu().control.held()).toEqual([]);
+	});
+
+	test('hold before, the client gone: the request is never processed (no turn, nothing reserved)', async () => {
+		await emu().control.injectFault({ route: 'generate', kind: 'hold' });
+		const abort = new AbortController();
+		const pending = request(`${emu().baseUrl}/api/v1/generate`, {
+			method: 'POST',
+			headers: { authorization: `Bearer ${emu().apiKey}`, 'content-type': 'application/json' },
+			body: JSON.stringify({ prompt: 'a cup' }),
+			signal: abort.signal,
+		});
+		await heldCount(1);
+		abort.abort();
+		await expect(pending).rejects.toThrow();
+		await heldCount(0);
+		const [entry] = await emu().control.requests({ route: 'generate' });
+		expect([entry.status, entry.held]).toEqual([null, { when: 'before', outcome: 'clientClosed' }]);
+		expect(await emu().control.turns()).toEqual([]);
+		expect((await emu().control.ledger()).entries.map((e) => e.type)).toEqual(['initial']);
+	});
+
+	test('hold after the work: charged at once, the answer held until released (or lost with the client)', async () => {
+		await emu().control.injectFault({ route: 'generate', kind: 'hold', when: 'after', count: 2 });
+		const pending = generate(emu(), { prompt: 'a cup', model: 'nano-banana-2', resolution: '1K' });
+		const [held] = await heldCount(1);
+		expect(held.when).toBe('after');
+		expect((await emu().control.turns()).map((t) => t.status)).toEqual(['succeeded']);
+		expect((await emu().control.ledger()).entries.map((e) => e.type)).toEqual(['initial', 'reserve', 'charge']);
+		await emu().control.releaseHeld();
+		expect((await pending).json.credits_charged).toBe(12);
+
+		const abort = new AbortController();
+		const lost = request(`${emu().baseUrl}/api/v1/generate`, {
+			method: 'POST',
+			headers: { authorization: `Bearer ${emu().apiKey}`, 'content-type': 'application/json' },
+			body: JSON.stringify({ prompt: 'a mug', model: 'nano-banana-2', resolution: '1K' }),
+			signal: abort.signal,
+		});
+		await heldCount(1);
+		abort.abort();
+		await expect(lost).rejects.toThrow();
+		await heldCount(0);
+		expect((await emu().control.turns()).map((t) => [t.prompt, t.status])).toEqual([
+			['a cup', 'succeeded'],
+			['a mug', 'succeeded'],
+		]);
+		expect((await emu().control.requests({ route: 'generate' })).map((e) => [e.status, e.held?.outcome])).toEqual([
+			[200, 'released'],
+			[null, 'clientClosed'],
+		]);
+	});
+
+	test('skip aims a fault at the k-th matching request; reset drops what is held', async () => {
+		await emu().control.injectFault({ route: 'generate', kind: 'hold', skip: 2 });
+		expect((await emu().control.faults())[0]).toMatchObject({ kind: 'hold', skip: 2, remaining: 1 });
+		const cup = { model: 'nano-banana-2', resolution: '1K' };
+		for (const prompt of ['one', 'two']) expect((await generate(emu(), { prompt, ...cup })).status).toBe(200);
+		const third = generate(emu(), { prompt: 'three', ...cup });
+		const [held] = await heldCount(1);
+		expect(held.prompt).toBe('three');
+		await emu().control.reset();
+		await expect(third).rejects.toThrow();
+		expect(await emu().control.held()).toEqual([]);
 	});
 
 	test('control API rejects bad scripts with 400', async () => {
