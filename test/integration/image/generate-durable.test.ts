@@ -282,7 +282,7 @@ describe('a tool call repeated after n8n restarted', () => {
 		// n8n restarted: the held generation is gone, the record is not.
 		const repeat = await call(await freshProcess(), 'tool: lamp');
 		expect((repeat as Error).message).toMatch(
-			/Not sent again: an earlier attempt that n8n did not finish .+Error code: interrupted_send/,
+			/Not sent again: the same call sent this generation within the last hour and this n8n process does not hold it .+Error code: interrupted_send/,
 		);
 		expect(await requestsPer(['tool: lamp'])).toEqual([1]);
 

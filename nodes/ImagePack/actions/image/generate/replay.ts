@@ -188,16 +188,19 @@ function reportAgain(
 
 /** An item not sent because a record says it was, or may have been, paid for: `code` says which. */
 function notSentAgain(
-	{ ctx, itemIndex, plan }: Pick<ItemRun, 'ctx' | 'itemIndex' | 'plan'>,
+	item: Pick<ItemRun, 'ctx' | 'itemIndex' | 'plan' | 'asTool'>,
 	code: Extract<Code, 'interrupted_send' | 'other_key' | 'idempotency_key_used'>,
 	detail = '',
 ) {
+	const { ctx, itemIndex, plan } = item;
 	const sessionId = plan.request.body.session_id;
 	const where = sessionId
 		? `session ${sessionId}`
 		: 'the account\'s sessions titled "API generation"';
 	const words = {
-		interrupted_send: `Not sent again: an earlier attempt that n8n did not finish (n8n stopped, restarted or lost a worker) sent this generation, so it may have been charged; look in ${where} on the website`,
+		interrupted_send: item.asTool
+			? `Not sent again: the same call sent this generation within the last hour and this n8n process does not hold it (n8n restarted, or another queue-mode worker is running it), so it may have been charged; look in ${where} on the website`
+			: `Not sent again: an earlier attempt that n8n did not finish (n8n stopped, restarted or lost a worker) sent this generation, so it may have been charged; look in ${where} on the website`,
 		other_key: `Not sent again: an earlier try made this generation under another API key, and the account behind this key could not be confirmed as the same (${detail}), so neither its images are returned nor is it paid for again; look in ${where} on the website`,
 		idempotency_key_used: `Not sent: the Idempotency Key "${plan.options.idempotencyKey.slice(0, 80)}" was already used by this node (by this or an earlier execution), and a used key is never sent again`,
 	}[code];
