@@ -14,7 +14,7 @@ import { addHints, asNodeError, eachItem } from '../../items';
 import { runsAsTool } from '../../tool';
 import { type Connection, generate, getConnection } from '../../../transport';
 import { reserveCredits } from './credits';
-import { DurableRecord, runName, sendValues } from './durable';
+import { DurableRecord, keyValue, runName, sendValues } from './durable';
 import {
 	type Answered,
 	type Finish,
@@ -74,7 +74,7 @@ async function claim(run: Run, item: ItemRun) {
 		idempotencyKey,
 		now: Date.now(),
 	});
-	if (clearIdempotencyKey && idempotencyKey) await run.durable.forget(values.slice(-1));
+	if (clearIdempotencyKey && idempotencyKey) await run.durable.forget([keyValue(idempotencyKey)]);
 	return await run.durable.claim(values, tool);
 }
 
