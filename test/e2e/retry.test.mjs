@@ -173,6 +173,13 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 		);
 	}
 
+	/** Changes the Generate node and saves the workflow, as the editor's Save does. */
+	async function updateGenerate({ id }, change) {
+		const saved = await rest('GET', `/workflows/${id}`);
+		const nodes = saved.nodes.map((n) => (n.name === GENERATE ? change(n) : n));
+		await rest('PATCH', `/workflows/${id}`, { nodes, connections: saved.connections });
+	}
+
 	const generateError = (execution) => execution.run.resultData.runData[GENERATE]?.at(-1)?.error;
 	const outputTurns = (execution) =>
 		execution.nodeOutput(GENERATE).map((item) => item.json.turn_id ?? item.json.code);
@@ -290,22 +297,10 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 		assert.equal(again.status, 'error');
 		assert.deepEqual((await perItem(list)).requests, [1, 1, 0]);
 
-		const saved = await rest('GET', `/workflows/${SCENARIOS.resend.id}`);
-		const nodes = saved.nodes.map((n) =>
-			n.name === GENERATE
-				? {
-						...n,
-						parameters: {
-							...n.parameters,
-							options: { ...n.parameters.options, resendUncertain: true },
-						},
-					}
-				: n,
-		);
-		await rest('PATCH', `/workflows/${SCENARIOS.resend.id}`, {
-			nodes,
-			connections: saved.connections,
-		});
+		await updateGenerate(SCENARIOS.resend, (n) => ({
+			...n,
+			parameters: { ...n.parameters, options: { ...n.parameters.options, resendUncertain: true } },
+		}));
 		const resumed = await retry(SCENARIOS.resend, again, { loadWorkflow: true });
 		assert.equal(resumed.status, 'success');
 		const seen = await perItem(list);
@@ -337,8 +332,11 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 		assert.equal(retried.nodeOutput(GENERATE).filter((item) => item.binary?.image_0).length, 5);
 	});
 
-	it('a crash mid-Generate: what was generated in that run of the node is generated again by the retry', async () => {
-		// n8n saves an execution's data (the node's memory with it) only when a node finishes.
+	it('a crash mid-Generate: the retry sends only what never left; what left before the kill is reported interrupted_send, not paid again', async () => {
+		// n8n saves an execution's data (the node's memory with it) only when a node finishes; what left
+		// before the kill is known from the durable record (n8n's deduplication store), by the resume
+		// token the retry copies from the crashed execution. Items 1 and 2 were generated and charged,
+		// item 3 is in flight (the emulator holds it), items 4 and 5 never left.
 		const plain = prompts('crash plain', 5);
 		const batched = prompts('crash batched', 5);
 		await emulator.control.setGenerationBehaviour({
@@ -366,15 +364,69 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 					what: `n8n to mark the ${id} execution crashed`,
 				},
 			);
+		const sentBeforeKill = [1, 1, 1, 0, 0];
+		const interrupted = /^Not sent again: an earlier attempt that n8n did not finish/;
+
+		// Retry (original workflow, On Error: Stop Workflow): the first item that left before the kill
+		// stops the node; nothing is sent again. Plain: one Generate run for the whole batch (run index 0
+		// again), so item 1. Batched: progress was saved after items 1–2 (that run is not run again),
+		// the retry resumes with the run of items 3–4 (run index 1), so item 3.
 		const plainRetry = await retry(SCENARIOS.crashPlain, await crashed(SCENARIOS.crashPlain));
 		const batchedRetry = await retry(SCENARIOS.crashBatched, await crashed(SCENARIOS.crashBatched));
-		assert.equal(plainRetry.status, 'success');
-		assert.equal(batchedRetry.status, 'success');
-		// One Generate run for the whole batch: items 1 and 2 (generated and charged before the crash) again.
-		assert.deepEqual((await perItem(plain)).requests, [2, 2, 2, 1, 1]);
-		assert.deepEqual((await perItem(plain)).charged.slice(0, 2), [2 * PRICE, 2 * PRICE]);
-		// Two items per run, progress saved after each: only the run in flight (items 3 and 4) again.
-		assert.deepEqual((await perItem(batched)).requests, [1, 1, 2, 1, 1]);
-		assert.deepEqual((await perItem(batched)).charged.slice(0, 2), [PRICE, PRICE]);
+		for (const execution of [plainRetry, batchedRetry]) {
+			assert.equal(execution.mode, 'retry');
+			assert.equal(execution.status, 'error');
+			const error = generateError(execution);
+			assert.match(error.message, interrupted);
+			assert.match(error.message, /may have been charged/);
+			assert.equal(error.context?.code, 'interrupted_send', JSON.stringify(error.context));
+			assert.equal(error.context?.charge, 'may_have_been_charged');
+			// The first item of the node's run: item 1 (plain), item 3 (batched: the run of items 3–4).
+			assert.equal(error.context?.itemIndex, 0);
+		}
+		assert.deepEqual((await perItem(plain)).requests, sentBeforeKill);
+		assert.deepEqual((await perItem(batched)).requests, sentBeforeKill);
+		// Batched: the saved run of items 1–2 is kept, the retry did not run it again.
+		assert.equal(batchedRetry.run.resultData.runData[GENERATE].length, 2);
+
+		// The user routes failed items to the error output, saves, and retries the failed retry with the
+		// saved workflow: what never left (items 4 and 5) is generated, what left is reported.
+		for (const scenario of [SCENARIOS.crashPlain, SCENARIOS.crashBatched])
+			await updateGenerate(scenario, (n) => ({ ...n, onError: 'continueErrorOutput' }));
+		const plainDone = await retry(SCENARIOS.crashPlain, plainRetry, { loadWorkflow: true });
+		const batchedDone = await retry(SCENARIOS.crashBatched, batchedRetry, { loadWorkflow: true });
+		assert.equal(plainDone.status, 'success');
+		assert.equal(batchedDone.status, 'success');
+		const failedItems = (execution) =>
+			Object.values(execution.run.resultData.runData[GENERATE])
+				.flatMap((task) => task.data?.main?.[1] ?? [])
+				.map((item) => ({ prompt: item.json.prompt, ...item.json.error }));
+		const generatedItems = (execution) =>
+			Object.values(execution.run.resultData.runData[GENERATE])
+				.flatMap((task) => task.data?.main?.[0] ?? [])
+				.map((item) => item.json.turn_id);
+		// Plain: the whole batch runs again, items 1–3 are reported. Batched: the saved run of items 1–2
+		// stays as it was, only item 3 of the interrupted run is reported.
+		for (const [execution, list, left] of [
+			[plainDone, plain, plain.slice(0, 3)],
+			[batchedDone, batched, batched.slice(2, 3)],
+		]) {
+			const reported = failedItems(execution);
+			assert.deepEqual(
+				reported.map(({ prompt, code, charge }) => [prompt, code, charge]),
+				left.map((prompt) => [prompt, 'interrupted_send', 'may_have_been_charged']),
+			);
+			assert.match(reported[0].message, interrupted);
+			const seen = await perItem(list);
+			assert.deepEqual(seen.requests, [1, 1, 1, 1, 1], 'nothing that left is sent again');
+			// Items 1 and 2 charged once (before the kill), item 3 still running at the emulator (reserved,
+			// not charged yet), items 4 and 5 charged once by the retry.
+			assert.deepEqual(seen.charged, [PRICE, PRICE, 0, PRICE, PRICE]);
+			assert.ok(
+				generatedItems(execution).some((turn) => seen.turns[3].includes(turn)) &&
+					generatedItems(execution).some((turn) => seen.turns[4].includes(turn)),
+				'items 4 and 5 in the success output',
+			);
+		}
 	});
 });
