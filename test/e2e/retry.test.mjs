@@ -33,13 +33,15 @@ const SCENARIOS = {
 	allTries: { id: 'e2eRetryAllFail1' },
 	resend: { id: 'e2eRetryResend01' },
 	topUp: { id: 'e2eRetryTopUp001' },
+	twice: { id: 'e2eRetryTwice001' },
 	crashPlain: { id: 'e2eRetryCrash001' },
 	/** Loop Over Items (2 at a time) with the workflow setting Save Execution Progress: the README's advice. */
 	crashBatched: { id: 'e2eRetryCrash002', batchSize: 2 },
 };
 
 /** The prompts of a scenario's items: unique, so the emulator's log tells items and scenarios apart. */
-const prompts = (scenario, count = 3) => Array.from({ length: count }, (_, i) => `${scenario} item ${i + 1}`);
+const prompts = (scenario, count = 3) =>
+	Array.from({ length: count }, (_, i) => `${scenario} item ${i + 1}`);
 
 function workflow({ id, onError, batchSize }, credential) {
 	const generate = {
@@ -52,7 +54,12 @@ function workflow({ id, onError, batchSize }, credential) {
 		options: { downloadImages: true },
 	};
 	const nodes = [
-		node('Webhook', 'n8n-nodes-base.webhook', { httpMethod: 'POST', path: id, responseMode: 'onReceived', options: {} }, { typeVersion: 2, webhookId: `${id}-hook` }),
+		node(
+			'Webhook',
+			'n8n-nodes-base.webhook',
+			{ httpMethod: 'POST', path: id, responseMode: 'onReceived', options: {} },
+			{ typeVersion: 2, webhookId: `${id}-hook` },
+		),
 		node('Split Out', 'n8n-nodes-base.splitOut', { fieldToSplitOut: 'body.prompts', options: {} }),
 		node(GENERATE, 'n8n-nodes-imagepack.imagePack', generate, {
 			credentials: { imagePackApi: { id: credential.id, name: credential.name } },
@@ -64,13 +71,30 @@ function workflow({ id, onError, batchSize }, credential) {
 		}),
 	];
 	const to = (name) => [{ node: name, type: 'main', index: 0 }];
-	const connections = { Webhook: { main: [to('Split Out')] }, 'Split Out': { main: [to(GENERATE)] } };
-	if (!batchSize) return { id, name: `e2e: retry ${id}`, nodes, connections, settings: { executionOrder: 'v1' } };
-	nodes.push(node('Loop Over Items', 'n8n-nodes-base.splitInBatches', { batchSize, options: {} }, { typeVersion: 3 }));
+	const connections = {
+		Webhook: { main: [to('Split Out')] },
+		'Split Out': { main: [to(GENERATE)] },
+	};
+	if (!batchSize)
+		return { id, name: `e2e: retry ${id}`, nodes, connections, settings: { executionOrder: 'v1' } };
+	nodes.push(
+		node(
+			'Loop Over Items',
+			'n8n-nodes-base.splitInBatches',
+			{ batchSize, options: {} },
+			{ typeVersion: 3 },
+		),
+	);
 	connections['Split Out'] = { main: [to('Loop Over Items')] };
 	connections['Loop Over Items'] = { main: [[], to(GENERATE)] };
 	connections[GENERATE] = { main: [to('Loop Over Items')] };
-	return { id, name: `e2e: retry ${id}`, nodes, connections, settings: { executionOrder: 'v1', saveExecutionProgress: true } };
+	return {
+		id,
+		name: `e2e: retry ${id}`,
+		nodes,
+		connections,
+		settings: { executionOrder: 'v1', saveExecutionProgress: true },
+	};
 }
 
 describe('Generate with Retry On Fail and Executions → Retry in a running n8n 2.41.1', () => {
@@ -82,7 +106,10 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 
 	const rest = async (method, route, body) => {
 		const answer = await session.request(method, `/rest${route}`, body);
-		assert.ok(answer.status < 300, `${method} ${route}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
+		assert.ok(
+			answer.status < 300,
+			`${method} ${route}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`,
+		);
 		return answer.body.data;
 	};
 
@@ -90,7 +117,10 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 		n8n = await startN8n({
 			userFolder: userFolder.dir,
 			echo: !!process.env.E2E_ECHO,
-			env: { N8N_SECURE_COOKIE: 'false', ...ownerEnv({ ...OWNER, firstName: 'Retry', lastName: 'Test' }) },
+			env: {
+				N8N_SECURE_COOKIE: 'false',
+				...ownerEnv({ ...OWNER, firstName: 'Retry', lastName: 'Test' }),
+			},
 		});
 		session = await restSession(n8n.url, OWNER);
 	}
@@ -101,8 +131,12 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 		const turns = await emulator.control.turns();
 		return {
 			requests: list.map((prompt) => log.filter((entry) => entry.prompt === prompt).length),
-			charged: list.map((prompt) => turns.filter((t) => t.prompt === prompt).reduce((sum, t) => sum + t.charged, 0)),
-			turns: list.map((prompt) => turns.filter((t) => t.prompt === prompt && t.status === 'succeeded').map((t) => t.id)),
+			charged: list.map((prompt) =>
+				turns.filter((t) => t.prompt === prompt).reduce((sum, t) => sum + t.charged, 0),
+			),
+			turns: list.map((prompt) =>
+				turns.filter((t) => t.prompt === prompt && t.status === 'succeeded').map((t) => t.id),
+			),
 		};
 	}
 
@@ -132,13 +166,24 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 	async function retry({ id }, execution, { loadWorkflow = false } = {}) {
 		const retried = await rest('POST', `/executions/${execution.id}/retry`, { loadWorkflow });
 		return await waitFor(
-			async () => (await waitForFinishedExecutions(userFolder.dir, id, 1)).find((e) => String(e.id) === String(retried.id)),
+			async () =>
+				(await waitForFinishedExecutions(userFolder.dir, id, 1)).find(
+					(e) => String(e.id) === String(retried.id),
+				),
 			{ timeoutMs: 60_000, what: `the retried execution ${retried.id} to be stored` },
 		);
 	}
 
+	/** Changes the Generate node and saves the workflow, as the editor's Save does. */
+	async function updateGenerate({ id }, change) {
+		const saved = await rest('GET', `/workflows/${id}`);
+		const nodes = saved.nodes.map((n) => (n.name === GENERATE ? change(n) : n));
+		await rest('PATCH', `/workflows/${id}`, { nodes, connections: saved.connections });
+	}
+
 	const generateError = (execution) => execution.run.resultData.runData[GENERATE]?.at(-1)?.error;
-	const outputTurns = (execution) => execution.nodeOutput(GENERATE).map((item) => item.json.turn_id ?? item.json.code);
+	const outputTurns = (execution) =>
+		execution.nodeOutput(GENERATE).map((item) => item.json.turn_id ?? item.json.code);
 
 	before(async () => {
 		emulator = await startTestEmulator();
@@ -177,17 +222,31 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 
 	it('a drop after sending: item 2 is never sent again, by the tries nor by Executions → Retry', async () => {
 		const list = prompts('drop');
-		await emulator.control.injectFault({ route: 'generate', kind: 'reset', when: 'after', promptIncludes: list[1] });
+		await emulator.control.injectFault({
+			route: 'generate',
+			kind: 'reset',
+			when: 'after',
+			promptIncludes: list[1],
+		});
 		const failed = await run(SCENARIOS.drop, list);
 		assert.equal(failed.status, 'error');
-		assert.match(generateError(failed).message, /^Not sent again: an earlier try of this execution sent this generation/);
-		assert.match(generateError(failed).message, /may have been charged: check the newest "API generation" session/);
+		assert.match(
+			generateError(failed).message,
+			/^Not sent again: an earlier try of this execution sent this generation/,
+		);
+		assert.match(
+			generateError(failed).message,
+			/may have been charged: check the newest "API generation" session/,
+		);
 		assert.deepEqual((await perItem(list)).requests, [1, 1, 0]);
 
 		const retried = await retry(SCENARIOS.drop, failed);
 		assert.equal(retried.mode, 'retry');
 		assert.equal(retried.status, 'error');
-		assert.match(generateError(retried).message, /^Not sent again: the failed execution this one retries sent/);
+		assert.match(
+			generateError(retried).message,
+			/^Not sent again: the failed execution this one retries sent/,
+		);
 		const seen = await perItem(list);
 		assert.deepEqual(seen.requests, [1, 1, 0]);
 		// The drop came after the work: item 2 was charged, once.
@@ -207,7 +266,11 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 
 	it('all tries failing: item 2 sent once per try, item 1 once, item 3 never; nothing charged twice', async () => {
 		const list = prompts('all');
-		await emulator.control.setGenerationBehaviour({ fail: true, promptIncludes: list[1], persist: true });
+		await emulator.control.setGenerationBehaviour({
+			fail: true,
+			promptIncludes: list[1],
+			persist: true,
+		});
 		const execution = await run(SCENARIOS.allTries, list);
 		await emulator.control.clearGenerationBehaviour();
 		assert.equal(execution.status, 'error');
@@ -215,24 +278,30 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 		const seen = await perItem(list);
 		assert.deepEqual(seen.requests, [1, 3, 0]);
 		assert.deepEqual(seen.charged, [PRICE, 0, 0]);
-		assert.match(generateError(execution).description, new RegExp(`not in the output: ${seen.turns[0][0]}`));
+		assert.match(
+			generateError(execution).description,
+			new RegExp(`not in the output: ${seen.turns[0][0]}`),
+		);
 	});
 
 	it('an uncertain item is sent again only after the user turns on Resend Uncertain Generations', async () => {
 		const list = prompts('resend');
 		// Dropped before the service did any work: checking the session shows nothing ran.
-		await emulator.control.injectFault({ route: 'generate', kind: 'reset', promptIncludes: list[1] });
+		await emulator.control.injectFault({
+			route: 'generate',
+			kind: 'reset',
+			promptIncludes: list[1],
+		});
 		const failed = await run(SCENARIOS.resend, list);
 		assert.equal(failed.status, 'error');
 		const again = await retry(SCENARIOS.resend, failed);
 		assert.equal(again.status, 'error');
 		assert.deepEqual((await perItem(list)).requests, [1, 1, 0]);
 
-		const saved = await rest('GET', `/workflows/${SCENARIOS.resend.id}`);
-		const nodes = saved.nodes.map((n) =>
-			n.name === GENERATE ? { ...n, parameters: { ...n.parameters, options: { ...n.parameters.options, resendUncertain: true } } } : n,
-		);
-		await rest('PATCH', `/workflows/${SCENARIOS.resend.id}`, { nodes, connections: saved.connections });
+		await updateGenerate(SCENARIOS.resend, (n) => ({
+			...n,
+			parameters: { ...n.parameters, options: { ...n.parameters.options, resendUncertain: true } },
+		}));
 		const resumed = await retry(SCENARIOS.resend, again, { loadWorkflow: true });
 		assert.equal(resumed.status, 'success');
 		const seen = await perItem(list);
@@ -256,36 +325,141 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 		assert.equal(retried.status, 'success');
 		const seen = await perItem(list);
 		assert.deepEqual(seen.requests, [1, 1, 1, 2, 1]);
-		assert.deepEqual(seen.charged, list.map(() => PRICE));
+		assert.deepEqual(
+			seen.charged,
+			list.map(() => PRICE),
+		);
 		assert.deepEqual(outputTurns(retried), seen.turns.flat());
 		assert.equal(retried.nodeOutput(GENERATE).filter((item) => item.binary?.image_0).length, 5);
 	});
 
-	it('a crash mid-Generate: what was generated in that run of the node is generated again by the retry', async () => {
-		// n8n saves an execution's data (the node's memory with it) only when a node finishes.
+	it(
+		'the failed execution retried again after its first retry failed further on: what the first retry generated is not paid again',
+		{
+			todo: 'node bug: an item the failed execution recorded as refused is sent again by a second retry of it, although the first retry generated it (its durable record is not consulted)',
+		},
+		async () => {
+			const list = prompts('twice', 4);
+			try {
+				await emulator.control.setCredits(emulator.accountId, 2 * PRICE + 5);
+				const failed = await run(SCENARIOS.twice, list);
+				assert.equal(failed.status, 'error');
+				assert.deepEqual((await perItem(list)).requests, [1, 1, 1, 0]);
+				// A top-up of one image: the retry generates item 3 and is refused item 4.
+				await emulator.control.setCredits(emulator.accountId, PRICE + 5);
+				const first = await retry(SCENARIOS.twice, failed);
+				assert.equal(first.status, 'error');
+				assert.match(generateError(first).message, /Not enough credits/);
+				assert.deepEqual((await perItem(list)).requests, [1, 1, 2, 1]);
+				assert.deepEqual((await perItem(list)).charged, [PRICE, PRICE, PRICE, 0]);
+				// The Executions list still offers Retry on the first execution (failed, no successful
+				// retry): the user retries it after topping up.
+				await emulator.control.setCredits(emulator.accountId, 100_000);
+				await retry(SCENARIOS.twice, failed);
+				const seen = await perItem(list);
+				assert.deepEqual(seen.charged, [PRICE, PRICE, PRICE, PRICE], 'each item paid once');
+				assert.deepEqual(seen.requests, [1, 1, 2, 2]);
+			} finally {
+				await emulator.control.setCredits(emulator.accountId, 100_000);
+			}
+		},
+	);
+
+	it('a crash mid-Generate: the retry sends only what never left; what left before the kill is reported interrupted_send, not paid again', async () => {
+		// n8n saves an execution's data (the node's memory with it) only when a node finishes; what left
+		// before the kill is known from the durable record (n8n's deduplication store), by the resume
+		// token the retry copies from the crashed execution. Items 1 and 2 were generated and charged,
+		// item 3 is in flight (the emulator holds it), items 4 and 5 never left.
 		const plain = prompts('crash plain', 5);
 		const batched = prompts('crash batched', 5);
-		await emulator.control.setGenerationBehaviour({ durationMs: 600_000, promptIncludes: 'item 3', count: 2 });
+		await emulator.control.setGenerationBehaviour({
+			durationMs: 600_000,
+			promptIncludes: 'item 3',
+			count: 2,
+		});
 		await post(SCENARIOS.crashPlain, plain);
 		await post(SCENARIOS.crashBatched, batched);
-		await waitFor(async () => (await perItem([plain[2], batched[2]])).requests.every((count) => count === 1), {
-			what: 'item 3 of both batches in flight',
-		});
+		await waitFor(
+			async () => (await perItem([plain[2], batched[2]])).requests.every((count) => count === 1),
+			{
+				what: 'item 3 of both batches in flight',
+			},
+		);
 		await n8n.kill();
 		await start();
 		const crashed = async ({ id }) =>
-			await waitFor(async () => (await waitForFinishedExecutions(userFolder.dir, id, 1)).find((e) => e.status === 'crashed'), {
-				what: `n8n to mark the ${id} execution crashed`,
-			});
+			await waitFor(
+				async () =>
+					(await waitForFinishedExecutions(userFolder.dir, id, 1)).find(
+						(e) => e.status === 'crashed',
+					),
+				{
+					what: `n8n to mark the ${id} execution crashed`,
+				},
+			);
+		const sentBeforeKill = [1, 1, 1, 0, 0];
+		const interrupted = /^Not sent again: an earlier attempt that n8n did not finish/;
+
+		// Retry (original workflow, On Error: Stop Workflow): the first item that left before the kill
+		// stops the node; nothing is sent again. Plain: one Generate run for the whole batch (run index 0
+		// again), so item 1. Batched: progress was saved after items 1–2 (that run is not run again),
+		// the retry resumes with the run of items 3–4 (run index 1), so item 3.
 		const plainRetry = await retry(SCENARIOS.crashPlain, await crashed(SCENARIOS.crashPlain));
 		const batchedRetry = await retry(SCENARIOS.crashBatched, await crashed(SCENARIOS.crashBatched));
-		assert.equal(plainRetry.status, 'success');
-		assert.equal(batchedRetry.status, 'success');
-		// One Generate run for the whole batch: items 1 and 2 (generated and charged before the crash) again.
-		assert.deepEqual((await perItem(plain)).requests, [2, 2, 2, 1, 1]);
-		assert.deepEqual((await perItem(plain)).charged.slice(0, 2), [2 * PRICE, 2 * PRICE]);
-		// Two items per run, progress saved after each: only the run in flight (items 3 and 4) again.
-		assert.deepEqual((await perItem(batched)).requests, [1, 1, 2, 1, 1]);
-		assert.deepEqual((await perItem(batched)).charged.slice(0, 2), [PRICE, PRICE]);
+		for (const execution of [plainRetry, batchedRetry]) {
+			assert.equal(execution.mode, 'retry');
+			assert.equal(execution.status, 'error');
+			const error = generateError(execution);
+			assert.match(error.message, interrupted);
+			assert.match(error.message, /may have been charged/);
+			assert.equal(error.context?.code, 'interrupted_send', JSON.stringify(error.context));
+			assert.equal(error.context?.charge, 'may_have_been_charged');
+			// The first item of the node's run: item 1 (plain), item 3 (batched: the run of items 3–4).
+			assert.equal(error.context?.itemIndex, 0);
+		}
+		assert.deepEqual((await perItem(plain)).requests, sentBeforeKill);
+		assert.deepEqual((await perItem(batched)).requests, sentBeforeKill);
+		// Batched: the saved run of items 1–2 is kept, the retry did not run it again.
+		assert.equal(batchedRetry.run.resultData.runData[GENERATE].length, 2);
+
+		// The user routes failed items to the error output, saves, and retries the failed retry with the
+		// saved workflow: what never left (items 4 and 5) is generated, what left is reported.
+		for (const scenario of [SCENARIOS.crashPlain, SCENARIOS.crashBatched])
+			await updateGenerate(scenario, (n) => ({ ...n, onError: 'continueErrorOutput' }));
+		const plainDone = await retry(SCENARIOS.crashPlain, plainRetry, { loadWorkflow: true });
+		const batchedDone = await retry(SCENARIOS.crashBatched, batchedRetry, { loadWorkflow: true });
+		assert.equal(plainDone.status, 'success');
+		assert.equal(batchedDone.status, 'success');
+		const failedItems = (execution) =>
+			Object.values(execution.run.resultData.runData[GENERATE])
+				.flatMap((task) => task.data?.main?.[1] ?? [])
+				.map((item) => ({ prompt: item.json.prompt, ...item.json.error }));
+		const generatedItems = (execution) =>
+			Object.values(execution.run.resultData.runData[GENERATE])
+				.flatMap((task) => task.data?.main?.[0] ?? [])
+				.map((item) => item.json.turn_id);
+		// Plain: the whole batch runs again, items 1–3 are reported. Batched: the saved run of items 1–2
+		// stays as it was, only item 3 of the interrupted run is reported.
+		for (const [execution, list, left] of [
+			[plainDone, plain, plain.slice(0, 3)],
+			[batchedDone, batched, batched.slice(2, 3)],
+		]) {
+			const reported = failedItems(execution);
+			assert.deepEqual(
+				reported.map(({ prompt, code, charge }) => [prompt, code, charge]),
+				left.map((prompt) => [prompt, 'interrupted_send', 'may_have_been_charged']),
+			);
+			assert.match(reported[0].message, interrupted);
+			const seen = await perItem(list);
+			assert.deepEqual(seen.requests, [1, 1, 1, 1, 1], 'nothing that left is sent again');
+			// Items 1 and 2 charged once (before the kill), item 3 still running at the emulator (reserved,
+			// not charged yet), items 4 and 5 charged once by the retry.
+			assert.deepEqual(seen.charged, [PRICE, PRICE, 0, PRICE, PRICE]);
+			assert.ok(
+				generatedItems(execution).some((turn) => seen.turns[3].includes(turn)) &&
+					generatedItems(execution).some((turn) => seen.turns[4].includes(turn)),
+				'items 4 and 5 in the success output',
+			);
+		}
 	});
 });
