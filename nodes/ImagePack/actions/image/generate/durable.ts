@@ -47,6 +47,15 @@ export function sendValue(run: string, runIndex: number, digest: string, occurre
 	return `send ${run} ${runIndex} ${digest} ${occurrence}`;
 }
 
+/** That an uncertain send of the run, recorded by execution `from`, was sent again on the user's word. */
+export function resentValue(send: string, from: string): string {
+	return `resent ${from} ${send}`;
+}
+
+export function isResentValue(value: string): boolean {
+	return value.startsWith('resent ');
+}
+
 export function keyValue(idempotencyKey: string): string {
 	return `key ${idempotencyKey}`;
 }
@@ -68,14 +77,17 @@ export interface SendAsk {
 	occurrence: number;
 	idempotencyKey: string;
 	now: number;
+	/** The execution whose uncertain record is resent (Resend Uncertain Generations), if one is. */
+	resentFrom?: string;
 }
 
 /** The values one send claims: the run's send or the tool call's windows, and the user's key. */
 export function sendValues(ask: SendAsk): { values: string[]; tool: string[] } {
 	const key = ask.idempotencyKey ? [keyValue(ask.idempotencyKey)] : [];
-	return ask.asTool
-		? { values: key, tool: toolValues(ask.requestOnly, ask.now) }
-		: { values: [sendValue(ask.run, ask.runIndex, ask.digest, ask.occurrence), ...key], tool: [] };
+	if (ask.asTool) return { values: key, tool: toolValues(ask.requestOnly, ask.now) };
+	const send = sendValue(ask.run, ask.runIndex, ask.digest, ask.occurrence);
+	const resent = ask.resentFrom === undefined ? [] : [resentValue(send, ask.resentFrom)];
+	return { values: [send, ...key, ...resent], tool: [] };
 }
 
 interface DeduplicationHelpers {

@@ -61,7 +61,7 @@ async function send({ ctx, connection, itemIndex, plan: { request, options } }: 
 }
 
 /** Records the item's send in n8n's database (durable.ts); clears its Idempotency Key first if asked. */
-async function claim(run: Run, item: ItemRun) {
+async function claim(run: Run, item: ItemRun, resentFrom?: string) {
 	const { ctx, itemIndex, plan } = item;
 	const { idempotencyKey, clearIdempotencyKey } = plan.options;
 	const { values, tool } = sendValues({
@@ -73,6 +73,7 @@ async function claim(run: Run, item: ItemRun) {
 		occurrence: run.occurrence[itemIndex],
 		idempotencyKey,
 		now: Date.now(),
+		resentFrom,
 	});
 	if (clearIdempotencyKey && idempotencyKey) await run.durable.forget([keyValue(idempotencyKey)]);
 	return await run.durable.claim(values, tool);
@@ -81,7 +82,10 @@ async function claim(run: Run, item: ItemRun) {
 /** Generates an item (or joins or replays its generation). */
 async function generateItem(run: Run, itemIndex: number, plan: ItemPlan): Promise<Answered> {
 	const item: ItemRun = { ...run, itemIndex, plan };
-	const sender = { send: async () => await send(item), claim: async () => await claim(run, item) };
+	const sender = {
+		send: async () => await send(item),
+		claim: async (resentFrom?: string) => await claim(run, item, resentFrom),
+	};
 	// As a tool with an answer bound: join the generation this process holds, or start it.
 	// Otherwise: what an earlier try of this execution got, or a new send.
 	const bound = run.asTool ? plan.options.answerWithinMs : undefined;

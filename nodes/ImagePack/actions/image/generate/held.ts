@@ -63,7 +63,7 @@ export async function heldAnswer(
 	const failed = (error: unknown) => failureOutcome(error, errorFacts(error));
 	let claimed: Promise<Claim> | undefined;
 	const start = async () => {
-		claimed = recordSend(item, claim, true);
+		claimed = recordSend(item, claim, 'all');
 		const recorded = await claimed;
 		return await send().catch(async (error: unknown) => {
 			if (!mayHaveBeenCharged(errorFacts(error))) await recorded.release('all');

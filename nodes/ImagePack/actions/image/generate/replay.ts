@@ -40,7 +40,7 @@ import {
 import { addHints, asNodeError } from '../../items';
 import { contextData, isToolExecution } from '../../tool';
 import { type Answer, proveOwnership } from '../../../transport';
-import { type Claim, keyValue } from './durable';
+import { type Claim, isResentValue, keyValue } from './durable';
 import type { GenerateResponse } from './output';
 import type { ItemRun } from './plan';
 import { type Memo, type Outcome, RunMemory, type StoredAnswer, requestDigest } from './stores';
@@ -50,7 +50,8 @@ export type Generated = Answer<GenerateResponse>;
 /** How an item's generation is sent: recorded first (`claim`, durable.ts), then `send` (execute.ts). */
 export interface Sender {
 	send: () => Promise<Generated>;
-	claim: () => Promise<Claim | { failed: string }>;
+	/** `resentFrom`: the execution whose uncertain record the user resends (durable.ts `sendValues`). */
+	claim: (resentFrom?: string) => Promise<Claim | { failed: string }>;
 }
 
 /** The one rule of both places: a failure that may have been charged is uncertain, others refused. */
@@ -198,9 +199,12 @@ function notSentAgain(
 		? `session ${sessionId}`
 		: 'the account\'s sessions titled "API generation"';
 	const words = {
-		interrupted_send: item.asTool
-			? `Not sent again: the same call sent this generation within the last hour and this n8n process does not hold it (n8n restarted, or another queue-mode worker is running it), so it may have been charged; look in ${where} on the website`
-			: `Not sent again: an earlier attempt that n8n did not finish (n8n stopped, restarted or lost a worker) sent this generation, so it may have been charged; look in ${where} on the website`,
+		interrupted_send:
+			detail === 'resent'
+				? `Not sent again: a retry of the same failed execution already sent this generation again (Resend Uncertain Generations), so it may have been charged; look in ${where} on the website, and retry that retry instead`
+				: item.asTool
+					? `Not sent again: the same call sent this generation within the last hour and this n8n process does not hold it (n8n restarted, or another queue-mode worker is running it), so it may have been charged; look in ${where} on the website`
+					: `Not sent again: an earlier attempt that n8n did not finish (n8n stopped, restarted or lost a worker) sent this generation, so it may have been charged; look in ${where} on the website`,
 		other_key: `Not sent again: an earlier try made this generation under another API key, and the account behind this key could not be confirmed as the same (${detail}), so neither its images are returned nor is it paid for again; look in ${where} on the website`,
 		idempotency_key_used: `Not sent: the Idempotency Key "${plan.options.idempotencyKey.slice(0, 80)}" was already used by this node (by this or an earlier execution), and a used key is never sent again`,
 	}[code];
@@ -217,17 +221,34 @@ function notSentAgain(
 }
 
 /**
- * Records the send before it is made (durable.ts); `consult`: whether what earlier attempts left
- * there decides (only when the execution's own record holds nothing for the item). Nothing is sent
- * when the record cannot be written.
+ * What the durable record decides for a send, given the record of the execution (`memo`):
+ * - `all`: nothing in the execution's record (n8n stopped before it was saved), or a refusal saved by
+ *   another execution — a refused send lets go of its record, so one found there was sent by a later
+ *   attempt (a retry of the same failed execution) that n8n saved elsewhere;
+ * - `resend`: the user resends an uncertain (or another key's) generation saved by another execution:
+ *   its own record is expected, but a mark that this same record was resent already is not;
+ * - `none`: a try of this execution (Retry On Fail) decided with the execution's own record.
+ */
+export type Consult = 'all' | 'resend' | 'none';
+
+export function consultFor(memo: Memo | undefined, executionId: string): Consult {
+	if (!memo) return 'all';
+	if (memo.executionId === executionId) return 'none';
+	return memo.kind === 'refused' ? 'all' : 'resend';
+}
+
+/**
+ * Records the send before it is made (durable.ts), and lets what earlier attempts left there decide
+ * as `consult` says. Nothing is sent when the record cannot be written.
  */
 export async function recordSend(
 	item: ItemRun,
-	claim: () => Promise<Claim | { failed: string }>,
-	consult: boolean,
+	claim: Sender['claim'],
+	consult: Consult,
+	resentFrom?: string,
 ): Promise<Claim> {
 	const { ctx, itemIndex, plan } = item;
-	const claimed = await claim();
+	const claimed = await claim(consult === 'resend' ? resentFrom : undefined);
 	if ('failed' in claimed) {
 		throw imagePackError(
 			ctx.getNode(),
@@ -239,10 +260,16 @@ export async function recordSend(
 			},
 		);
 	}
-	if (!consult || claimed.earlier.size === 0) return claimed;
+	const earlier = [...claimed.earlier];
+	if (consult === 'none' || earlier.length === 0) return claimed;
+	if (consult === 'resend') {
+		if (!earlier.some(isResentValue)) return claimed;
+		await claimed.release('all');
+		throw notSentAgain(item, 'interrupted_send', 'resent');
+	}
 	const { idempotencyKey, clearIdempotencyKey, resendUncertain } = plan.options;
 	const keyUsed = idempotencyKey !== '' && claimed.earlier.has(keyValue(idempotencyKey));
-	const sentBefore = [...claimed.earlier].some((value) => value !== keyValue(idempotencyKey));
+	const sentBefore = earlier.some((value) => value !== keyValue(idempotencyKey));
 	if (sentBefore && !resendUncertain) {
 		await claimed.release('all');
 		throw notSentAgain(item, 'interrupted_send');
@@ -311,7 +338,12 @@ export async function answerFor(
 		return { ...(decision.answer as Generated), replayed: true };
 	}
 	if (decision.action === 'report') throw reportAgain(ctx, itemIndex, decision);
-	const claimed = await recordSend(item, claim, !memo);
+	const claimed = await recordSend(
+		item,
+		claim,
+		consultFor(memo, memory.executionId),
+		memo?.executionId,
+	);
 	try {
 		const answer = await send();
 		const { body, status, requestId, unreadable } = answer; // JSON only: nothing downloaded
