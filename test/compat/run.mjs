@@ -3,9 +3,10 @@
  * `npm run test:compat` (gulp compat): installs the n8n of each profile that is not cached yet, builds
  * and packs the package once, then in each n8n, one after the other: install.test.mjs (every install
  * path lands the package alone and n8n loads it, queue-mode workers included; COMPAT_QUEUE=0 leaves
- * queue mode out), suite.test.mjs (the scenarios, on the package as the README installs it) and
- * crash.test.mjs (n8n killed mid-Generate, the crashed execution retried). Prints a summary line per
- * version; exits non-zero if anything failed.
+ * queue mode out), suite.test.mjs (the scenarios, on the package as the README installs it),
+ * crash.test.mjs (n8n killed mid-Generate, the crashed execution retried) and queue-crash.test.mjs
+ * (n8n 1.x queue mode: the worker killed mid-Generate, Bull's re-run of the job; skipped on 2.x and
+ * with COMPAT_QUEUE=0). Prints a summary line per version; exits non-zero if anything failed.
  *
  *   npm run test:compat                                # every profile of MATRIX (n8n-install.mjs)
  *   npm run test:compat -- --profiles=min,default      # some
@@ -40,7 +41,7 @@ const describe = (name) => {
 
 function runSuite(profile, tarball, summaryFile) {
 	const reporter = path.join(here, 'reporter.mjs');
-	const suites = ['install.test.mjs', 'suite.test.mjs', 'crash.test.mjs'].map((name) => path.join(here, name));
+	const suites = ['install.test.mjs', 'suite.test.mjs', 'crash.test.mjs', 'queue-crash.test.mjs'].map((name) => path.join(here, name));
 	return new Promise((resolve, reject) => {
 		const child = spawn(
 			process.execPath,
