@@ -31,11 +31,15 @@ export function mcpWorkflow(credential, { id, path, options = {}, generateSettin
 	return { ...workflow, id, name: `e2e: MCP ${path}` };
 }
 
-/** A connected MCP client (a new session); `close()` ends it. */
-export async function mcpClient(url, { token = BEARER.data.token } = {}) {
+/**
+ * A connected MCP client (a new session); `close()` ends it. `fetch` replaces the transport's fetch
+ * (to watch its requests and answers).
+ */
+export async function mcpClient(url, { token = BEARER.data.token, fetch } = {}) {
 	const client = new Client({ name: 'imagepack-e2e', version: '1.0.0' });
 	const transport = new StreamableHTTPClientTransport(new URL(url), {
 		requestInit: { headers: { authorization: `Bearer ${token}` } },
+		...(fetch ? { fetch } : {}),
 	});
 	await client.connect(transport);
 	return client;
