@@ -15,8 +15,9 @@
  *   (n8n 2.41.1, workflow-execute.js). So each item's outcome is kept in the node's execution context
  *   data, by run index and item, with a digest of what was asked (changed parameters, or another
  *   Accept Language, are a new generation), the key's fingerprint and the execution it happened in.
- *   That record decides first; the durable record is consulted only for an item it does not hold
- *   (n8n stopped before the node could finish, so nothing was saved).
+ *   That record decides first; the durable record decides for an item it does not hold (n8n stopped
+ *   before the node could finish, so nothing was saved) and for what another execution's record
+ *   would send again (`consultFor`).
  * - Generations this n8n process holds for tool callers (`heldAnswer`, held.ts): a tool call with an
  *   answer bound joins the generation held for the same node, key and request, or starts it.
  *
@@ -256,7 +257,7 @@ export async function recordSend(
 			{
 				message: `Not sent: the record that keeps this generation from being paid twice if n8n stops could not be written (${claimed.failed})`,
 				description:
-					"The node writes it to n8n's database before every generation. A workflow must be saved first; otherwise try again in a moment.",
+					"The node writes it to n8n's database before every generation; try again in a moment.",
 			},
 		);
 	}
