@@ -350,9 +350,16 @@ describe('Generate with Retry On Fail and Executions → Retry in a running n8n 
 				assert.deepEqual((await perItem(list)).requests, [1, 1, 2, 1]);
 				assert.deepEqual((await perItem(list)).charged, [PRICE, PRICE, PRICE, 0]);
 				// The Executions list still offers Retry on the first execution (failed, no successful
-				// retry): the user retries it after topping up.
+				// retry): the user retries it after topping up. Its saved record says item 3 was refused; the
+				// durable record says the first retry sent it: not sent, and the error says to retry that one.
 				await emulator.control.setCredits(emulator.accountId, 100_000);
-				await retry(SCENARIOS.twice, failed);
+				const second = await retry(SCENARIOS.twice, failed);
+				assert.equal(second.status, 'error');
+				assert.match(generateError(second).message, /a retry of the same failed execution already sent this generation/);
+				assert.deepEqual((await perItem(list)).requests, [1, 1, 2, 1]);
+				// Retrying the first retry, as the error says: item 3 comes from its record, item 4 is sent.
+				const third = await retry(SCENARIOS.twice, first);
+				assert.equal(third.status, 'success');
 				const seen = await perItem(list);
 				assert.deepEqual(seen.charged, [PRICE, PRICE, PRICE, PRICE], 'each item paid once');
 				assert.deepEqual(seen.requests, [1, 1, 2, 2]);

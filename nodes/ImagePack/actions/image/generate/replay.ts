@@ -203,9 +203,11 @@ function notSentAgain(
 		interrupted_send:
 			detail === 'resent'
 				? `Not sent again: a retry of the same failed execution already sent this generation again (Resend Uncertain Generations), so it may have been charged; look in ${where} on the website, and retry that retry instead`
-				: item.asTool
-					? `Not sent again: the same call sent this generation within the last hour and this n8n process does not hold it (n8n restarted, or another queue-mode worker is running it), so it may have been charged; look in ${where} on the website`
-					: `Not sent again: an earlier attempt that n8n did not finish (n8n stopped, restarted or lost a worker) sent this generation, so it may have been charged; look in ${where} on the website`,
+				: detail === 'retried'
+					? `Not sent again: a retry of the same failed execution already sent this generation (its result is saved with that retry), so it may have been charged; retry that retry instead, or look in ${where} on the website`
+					: item.asTool
+						? `Not sent again: the same call sent this generation within the last hour and this n8n process does not hold it (n8n restarted, or another queue-mode worker is running it), so it may have been charged; look in ${where} on the website`
+						: `Not sent again: an earlier attempt that n8n did not finish (n8n stopped, restarted or lost a worker) sent this generation, so it may have been charged; look in ${where} on the website`,
 		other_key: `Not sent again: an earlier try made this generation under another API key, and the account behind this key could not be confirmed as the same (${detail}), so neither its images are returned nor is it paid for again; look in ${where} on the website`,
 		idempotency_key_used: `Not sent: the Idempotency Key "${plan.options.idempotencyKey.slice(0, 80)}" was already used by this node (by this or an earlier execution), and a used key is never sent again`,
 	}[code];
@@ -246,10 +248,11 @@ export async function recordSend(
 	item: ItemRun,
 	claim: Sender['claim'],
 	consult: Consult,
-	resentFrom?: string,
+	/** The execution whose record decided the send, if another one's. */
+	from?: string,
 ): Promise<Claim> {
 	const { ctx, itemIndex, plan } = item;
-	const claimed = await claim(consult === 'resend' ? resentFrom : undefined);
+	const claimed = await claim(consult === 'resend' ? from : undefined);
 	if ('failed' in claimed) {
 		throw imagePackError(
 			ctx.getNode(),
@@ -273,7 +276,8 @@ export async function recordSend(
 	const sentBefore = earlier.some((value) => value !== keyValue(idempotencyKey));
 	if (sentBefore && !resendUncertain) {
 		await claimed.release('all');
-		throw notSentAgain(item, 'interrupted_send');
+		// With a refusal saved by the execution it retries, the send was a later retry's, not a stop.
+		throw notSentAgain(item, 'interrupted_send', from === undefined ? '' : 'retried');
 	}
 	if (keyUsed && !clearIdempotencyKey) {
 		await claimed.release('all');
