@@ -17,7 +17,9 @@ import { getConnection, getPublication } from '../transport';
 import {
 	OverlapTooLargeError,
 	addPage,
+	baselineRead,
 	baselineSince,
+	deliverable,
 	finishBaseline,
 	finishPoll,
 	startBaseline,
@@ -89,6 +91,9 @@ async function testEvent(poll: Poll, includeManifest: boolean) {
 	return [[toItem(newest, detail)]];
 }
 
+/** Why readPages stopped: `enough` said so, the poll's time, or MAX_PAGES_PER_POLL. */
+type ReadEnd = 'enough' | 'time' | 'pages';
+
 /**
  * Reads list pages into `run` until `enough(next)` says so (`next`: addPage's): the first page
  * always, more while the poll has time, at most MAX_PAGES_PER_POLL.
@@ -97,24 +102,40 @@ async function readPages(
 	poll: Poll,
 	run: PollRun,
 	enough: (next: number | null) => boolean | Promise<boolean>,
-): Promise<void> {
+): Promise<ReadEnd> {
 	for (let pages = 0; pages < MAX_PAGES_PER_POLL; pages++) {
-		if (pages > 0 && Date.now() > poll.times.stopAt) return;
+		if (pages > 0 && Date.now() > poll.times.stopAt) return 'time';
 		const next = addPage(run, await listPage(poll, run.nextSince));
-		if (await enough(next)) return;
+		if (await enough(next)) return 'enough';
 	}
+	return 'pages';
 }
 
 /**
- * First activation with Start From "now": finds the newest id (O(log max id) requests) and reads the
- * overlap below it, which counts as delivered; nothing is emitted.
+ * The "now" starting point (the first activation, or a fresh start): finds the newest id
+ * (O(log max id) requests) and reads the overlap below it, which counts as delivered; nothing is
+ * emitted. When the poll's time ends before the overlap is read, it fails and stores nothing: the
+ * ids it did not read were visible before "now" or may still commit after it, and only a read now
+ * tells which (docs/polling.md).
  */
-async function baseline(poll: Poll, key: string): Promise<CursorState> {
+async function baseline(poll: Poll, key: string, fp: string, rev: number): Promise<CursorState> {
 	const { newest, overlap } = await newestPublication(poll);
-	if (!newest) return initialState(key, 0);
-	const run = startBaseline(key, baselineSince(newest.id, overlap), newest.id);
-	const done = (next: number | null) => next === null || run.nextSince >= newest.id;
-	await readPages(poll, run, done);
+	if (!newest) return initialState(key, 0, fp, rev);
+	const since = baselineSince(newest.id, overlap);
+	const run = startBaseline(key, since, newest.id, fp, rev);
+	const end = await readPages(poll, run, (next) => baselineRead(run, newest.id, next));
+	if (end !== 'enough') {
+		const readTo = run.pages[run.pages.length - 1]?.end ?? since;
+		throw imagePackError(
+			poll.ctx.getNode(),
+			{ code: 'timeout', charge: 'not_charged' },
+			{
+				message: `The trigger could not read where "now" is within one poll: of the ${newest.id - since} ids below the newest publication (${newest.id}) it had read ${since + 1} to ${readTo} when the poll's time ran out`,
+				description:
+					'Start From "now" reads the re-read overlap the server announces below the newest publication, so that publications from before now are never delivered and one committing late is not lost. Nothing was stored: the next poll (or activation) tries again. Poll times further apart give each poll more time.',
+			},
+		);
+	}
 	return finishBaseline(run);
 }
 
@@ -132,7 +153,9 @@ async function drain(
 	const details: IDataObject[] = [];
 	const chars = { used: 0 };
 	const stopped = await readPages(poll, run, async (next) => {
-		const wanted = Math.min(run.fresh.length, maxPerPoll);
+		// A publication that committed between two pages below what was read: deliver below it.
+		if (run.late !== undefined) return true;
+		const wanted = deliverable(run, maxPerPoll);
 		if (includeManifest) {
 			const todo = run.fresh.slice(details.length, wanted);
 			const full = await fetchManifests(poll, todo, details, chars);
@@ -146,7 +169,7 @@ async function drain(
 			throw error;
 		},
 	);
-	const count = includeManifest ? details.length : Math.min(run.fresh.length, maxPerPoll);
+	const count = deliverable(run, includeManifest ? details.length : maxPerPoll);
 	if (stopped !== undefined && count === 0) throw stopped;
 	const items = run.fresh.slice(0, count).map((record, index) => toItem(record, details[index]));
 	return { next: finishPoll(run, count), items };
@@ -195,10 +218,11 @@ export async function pollPublications(
 			return true;
 		};
 		if (!stored && startFrom === 'now') {
-			commit(await baseline(poll, key));
+			commit(await baseline(poll, key, connection.fingerprint, 0));
 			return null;
 		}
-		const state = stored ?? initialState(key, startFrom === 'id' ? startId : 0);
+		const state =
+			stored ?? initialState(key, startFrom === 'id' ? startId : 0, connection.fingerprint);
 		const { next, items } = await drain(poll, state, { includeManifest, maxPerPoll });
 		if (!commit(next)) return null; // taken over after running far too long: discarded
 		if (items.length === 0) return null;
