@@ -269,6 +269,17 @@ export async function runNode(options: RunNodeOptions): Promise<INodeExecutionDa
 	return result as INodeExecutionData[][];
 }
 
+/** What polls wrote to n8n's log (`this.logger`), oldest first; tests clear it as they need. */
+export const pollLog: Array<{ level: 'debug' | 'info' | 'warn' | 'error'; message: string }> = [];
+
+/** n8n's logger as a poll sees it, writing to `pollLog` instead of n8n's log output. */
+const recordingLogger = Object.fromEntries(
+	(['debug', 'info', 'warn', 'error'] as const).map((level) => [
+		level,
+		(message: string) => pollLog.push({ level, message }),
+	]),
+);
+
 export interface PollOptions {
 	nodeType: INodeType;
 	parameters: INodeParameters;
@@ -331,6 +342,7 @@ export class PollingWorkflow {
 			this.options.resolveNodeStaticData,
 			this.options.getPollBudgetMs,
 		);
+		Object.defineProperty(context, 'logger', { value: recordingLogger });
 		return await this.options.nodeType.poll!.call(context);
 	}
 }

@@ -10,7 +10,7 @@ import type {
 	IPollFunctions,
 } from 'n8n-workflow';
 
-import { imagePackError } from '../shared/errors';
+import { errorFacts, imagePackError } from '../shared/errors';
 import type { PublicationRecord } from '../shared/publications';
 import { boundedNumber } from '../shared/parameters';
 import { getConnection, getPublication } from '../transport';
@@ -40,6 +40,12 @@ import {
 
 /** List pages one poll reads at most (10,000 records); the rest is left to the next poll. */
 const MAX_PAGES_PER_POLL = 50;
+/**
+ * Polls in a row that may run out of time before anything is complete (each returns nothing and
+ * the next goes on from the same place) before one fails saying so: a slow moment passes quietly, a
+ * server that is always too slow for the poll's time does not.
+ */
+export const STALLED_POLLS = 3;
 
 type StartFrom = 'now' | 'beginning' | 'id';
 
@@ -142,7 +148,8 @@ async function baseline(poll: Poll, key: string, fp: string, rev: number): Promi
 /**
  * One poll's delivery: pages and their manifests in turn, until Max Publications per Poll, the
  * size bound or the poll's time is reached. What is complete is delivered, also when its last
- * request was cut by the poll's time; the next poll continues after it.
+ * request was cut by the poll's time; the next poll continues after it. `outOfTime`: the poll's
+ * time (or a cut request) ended it early; `cut`: the request it cut, if any.
  */
 async function drain(
 	poll: Poll,
@@ -152,7 +159,8 @@ async function drain(
 	const run = startPoll(state);
 	const details: IDataObject[] = [];
 	const chars = { used: 0 };
-	const stopped = await readPages(poll, run, async (next) => {
+	let cut: unknown;
+	const end = await readPages(poll, run, async (next) => {
 		// A publication that committed between two pages below what was read: deliver below it.
 		if (run.late !== undefined) return true;
 		const wanted = deliverable(run, maxPerPoll);
@@ -162,17 +170,37 @@ async function drain(
 			if (full || details.length < wanted) return true;
 		}
 		return run.fresh.length >= maxPerPoll || next === null;
-	}).then(
-		() => undefined,
-		(error: unknown) => {
-			if (isCut(error)) return error;
-			throw error;
+	}).catch((error: unknown) => {
+		if (!isCut(error)) throw error;
+		cut = error;
+		return 'time' as const;
+	});
+	const count = deliverable(run, includeManifest ? details.length : maxPerPoll);
+	const items = run.fresh.slice(0, count).map((record, index) => toItem(record, details[index]));
+	return { next: finishPoll(run, count), items, cut, outOfTime: end === 'time' };
+}
+
+/**
+ * The error of a poll that ran out of time before anything was complete, STALLED_POLLS times in a
+ * row; `cut`: the request the last one cut, if any.
+ */
+function stalledError(ctx: IPollFunctions, polls: number, seconds: string, cut: unknown) {
+	const facts = cut === undefined ? undefined : errorFacts(cut);
+	const last = facts ? ` The last one: ${facts.reason}.` : '';
+	return imagePackError(
+		ctx.getNode(),
+		{
+			code: facts?.code ?? 'timeout',
+			httpStatus: facts?.httpStatus,
+			requestId: facts?.requestId,
+			charge: 'not_charged',
+		},
+		{
+			message: `The Image Pack API answered too slowly for the trigger: ${polls} polls in a row ran out of their time (${seconds} seconds each) before a publication was complete`,
+			description:
+				`${last.trim()} Nothing was delivered and nothing was skipped; the next poll goes on from the same place. A poll has until shortly before the next poll time (or n8n's poll budget): poll times further apart, or Include Manifest off, give it more room.`.trim(),
 		},
 	);
-	const count = deliverable(run, includeManifest ? details.length : maxPerPoll);
-	if (stopped !== undefined && count === 0) throw stopped;
-	const items = run.fresh.slice(0, count).map((record, index) => toItem(record, details[index]));
-	return { next: finishPoll(run, count), items };
 }
 
 /** A number parameter, bounded by its property: a bad value fails the poll before any request. */
@@ -204,6 +232,7 @@ export async function pollPublications(
 	const key = queryKey(startFrom, startId, connection.baseUrl);
 	const staticData = ctx.getWorkflowStaticData('node');
 	const stored = readState(staticData, key);
+	const started = Date.now();
 	const poll: Poll = { ctx, connection, times: pollTimes(ctx) };
 	// What identifies the trigger, whatever state object n8n handed this poll.
 	const node = ctx.getNode();
@@ -223,9 +252,23 @@ export async function pollPublications(
 		}
 		const state =
 			stored ?? initialState(key, startFrom === 'id' ? startId : 0, connection.fingerprint);
-		const { next, items } = await drain(poll, state, { includeManifest, maxPerPoll });
+		const { next, items, cut, outOfTime } = await drain(poll, state, {
+			includeManifest,
+			maxPerPoll,
+		});
 		if (!commit(next)) return null; // taken over after running far too long: discarded
-		if (items.length === 0) return null;
+		const stalls = turn.ranOut(items.length === 0 && outOfTime && next === state);
+		if (items.length === 0) {
+			const seconds = ((poll.times.deadline - started) / 1000).toFixed(1);
+			if (stalls >= STALLED_POLLS) throw stalledError(ctx, stalls, seconds, cut);
+			if (stalls > 0) {
+				const why = cut === undefined ? '' : ` (${errorFacts(cut).reason})`;
+				ctx.logger.warn(
+					`Image Pack Trigger "${node.name}" (workflow ${ctx.getWorkflow().id ?? '?'}): the poll ran out of its time (${seconds} seconds) before a publication was complete${why}. Nothing was delivered or skipped; the next poll goes on from the same place.`,
+				);
+			}
+			return null;
+		}
 		turn.delivered(next.rev);
 		return [items];
 	} catch (error) {
