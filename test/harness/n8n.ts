@@ -309,7 +309,7 @@ export class PollingWorkflow {
 
 	readonly node: INode;
 
-	constructor(private readonly options: PollOptions) {
+	constructor(private options: PollOptions) {
 		this.node = makeNode(options.nodeType, options.parameters, { name: options.nodeName });
 		this.workflow = new Workflow({
 			id: options.workflowId ?? 'test-workflow',
@@ -319,6 +319,14 @@ export class PollingWorkflow {
 			nodeTypes: new TestNodeTypes({ [options.nodeType.description.name]: options.nodeType }),
 			staticData: options.staticData ?? {},
 		});
+	}
+
+	/**
+	 * The user edits the credential the node uses: n8n reads it anew at every poll (the workflow is
+	 * not re-activated, its static data stays).
+	 */
+	useCredentials(credentials: HarnessCredentials): void {
+		this.options.credentials = credentials;
 	}
 
 	/** The static data as n8n would persist it (a JSON round trip, like the database). */

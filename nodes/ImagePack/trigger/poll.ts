@@ -1,7 +1,8 @@
 /**
  * One poll of the Image Pack Trigger: Fetch Test Event, the first "now" activation (the baseline), or
- * a delivery of new publications. The poll takes its turn (pacing.ts), reads (read.ts) what the
- * cursor (cursor.ts) asks for, and stores the cursor's next state only when it delivers or changes.
+ * a delivery of new publications. The poll takes its turn (pacing.ts), makes sure the stored cursor
+ * is the history of the account behind the key (account.ts), reads (read.ts) what the cursor
+ * (cursor.ts) asks for, and stores the cursor's next state only when it delivers or changes.
  */
 import type {
 	IDataObject,
@@ -14,6 +15,7 @@ import { errorFacts, imagePackError } from '../shared/errors';
 import type { PublicationRecord } from '../shared/publications';
 import { boundedNumber } from '../shared/parameters';
 import { getConnection, getPublication } from '../transport';
+import { bindToAccount, logFreshStart } from './account';
 import {
 	OverlapTooLargeError,
 	addPage,
@@ -246,12 +248,19 @@ export async function pollPublications(
 			if (!stored || !sameState(state, stored)) writeState(staticData, state);
 			return true;
 		};
-		if (!stored && startFrom === 'now') {
-			commit(await baseline(poll, key, connection.fingerprint, 0));
+		let state = stored;
+		if (stored) {
+			const decision = await bindToAccount(poll, stored);
+			if (decision.keep === undefined) logFreshStart(ctx, decision, startFrom);
+			state = decision.keep;
+		}
+		// A fresh start replaces a stored state with a later revision (the poll guard compares them).
+		const rev = stored ? stored.rev + 1 : 0;
+		if (!state && startFrom === 'now') {
+			commit(await baseline(poll, key, connection.fingerprint, rev));
 			return null;
 		}
-		const state =
-			stored ?? initialState(key, startFrom === 'id' ? startId : 0, connection.fingerprint);
+		state ??= initialState(key, startFrom === 'id' ? startId : 0, connection.fingerprint, rev);
 		const { next, items, cut, outOfTime } = await drain(poll, state, {
 			includeManifest,
 			maxPerPoll,
