@@ -5,20 +5,9 @@
  * cannot tell which of its records were visible before (ids and published_at say nothing about
  * commit time), so the trigger must not rely on it: the late one is delivered once, nothing twice.
  */
-import { sleep } from 'n8n-workflow';
-
 import { emittedIds, expectOncePerPublication, range, useTrigger } from './helpers';
 
-const { emu, host, publish, faultAfter } = useTrigger();
-
-/** Waits until the emulator has received `count` list requests (it logs them on arrival). */
-async function listRequestsArrived(count: number) {
-	for (let tries = 0; tries < 500; tries++) {
-		if ((await emu.control.requests({ route: 'listPublications' })).length >= count) return;
-		await sleep(5);
-	}
-	throw new Error(`fewer than ${count} list requests arrived`);
-}
+const { emu, host, publish, faultAfter, listRequestsArrived } = useTrigger();
 
 describe('a bulk publish between two pages of one poll', () => {
 	it.each([
@@ -33,7 +22,7 @@ describe('a bulk publish between two pages of one poll', () => {
 			const late = await publish(undefined, undefined, false);
 			await emu.control.publishBulk({ count: 41 });
 			// Page 2 is held back for a moment after it arrives.
-			await faultAfter('listPublications', 1, { kind: 'slow', when: 'before', delayMs: 800 });
+			await faultAfter('listPublications', 1, { kind: 'slow', when: 'before', delayMs: 1500 });
 			const poller = host({ startFrom: 'beginning', includeManifest, maxPerPoll: 1000 });
 			const activation = poller.activate();
 			await listRequestsArrived(2);
