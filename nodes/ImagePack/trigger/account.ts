@@ -36,8 +36,8 @@ export type AccountDecision =
 	/** Start afresh: `other` when the API said so (`why`), else the state had nothing to ask about. */
 	| { keep?: undefined; other: boolean; why: string };
 
-/** What n8n's log says about a trigger: which workflow and node. */
-function where(ctx: IPollFunctions): string {
+/** How n8n's log names a trigger: its node and workflow. */
+export function where(ctx: IPollFunctions): string {
 	const workflow = ctx.getWorkflow();
 	return `Image Pack Trigger "${ctx.getNode().name}" (workflow ${workflow.id ?? '?'})`;
 }

@@ -15,7 +15,7 @@ import { errorFacts, imagePackError } from '../shared/errors';
 import type { PublicationRecord } from '../shared/publications';
 import { boundedNumber } from '../shared/parameters';
 import { getConnection, getPublication } from '../transport';
-import { bindToAccount, logFreshStart } from './account';
+import { bindToAccount, logFreshStart, where } from './account';
 import {
 	OverlapTooLargeError,
 	addPage,
@@ -273,7 +273,7 @@ export async function pollPublications(
 			if (stalls > 0) {
 				const why = cut === undefined ? '' : ` (${errorFacts(cut).reason})`;
 				ctx.logger.warn(
-					`Image Pack Trigger "${node.name}" (workflow ${ctx.getWorkflow().id ?? '?'}): the poll ran out of its time (${seconds} seconds) before a publication was complete${why}. Nothing was delivered or skipped; the next poll goes on from the same place.`,
+					`${where(ctx)}: the poll ran out of its time (${seconds} seconds) before a publication was complete${why}. Nothing was delivered or skipped; the next poll goes on from the same place.`,
 				);
 			}
 			return null;
