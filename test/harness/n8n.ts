@@ -266,6 +266,17 @@ export async function runNode(options: RunNodeOptions): Promise<INodeExecutionDa
 	return result as INodeExecutionData[][];
 }
 
+/** What polls wrote to n8n's log (`this.logger`), oldest first; tests clear it as they need. */
+export const pollLog: Array<{ level: 'debug' | 'info' | 'warn' | 'error'; message: string }> = [];
+
+/** n8n's logger as a poll sees it, writing to `pollLog` instead of n8n's log output. */
+const recordingLogger = Object.fromEntries(
+	(['debug', 'info', 'warn', 'error'] as const).map((level) => [
+		level,
+		(message: string) => pollLog.push({ level, message }),
+	]),
+);
+
 export interface PollOptions {
 	nodeType: INodeType;
 	parameters: INodeParameters;
@@ -295,7 +306,7 @@ export class PollingWorkflow {
 
 	readonly node: INode;
 
-	constructor(private readonly options: PollOptions) {
+	constructor(private options: PollOptions) {
 		this.node = makeNode(options.nodeType, options.parameters, { name: options.nodeName });
 		this.workflow = new Workflow({
 			id: options.workflowId ?? 'test-workflow',
@@ -305,6 +316,14 @@ export class PollingWorkflow {
 			nodeTypes: new TestNodeTypes({ [options.nodeType.description.name]: options.nodeType }),
 			staticData: options.staticData ?? {},
 		});
+	}
+
+	/**
+	 * The user edits the credential the node uses: n8n reads it anew at every poll (the workflow is
+	 * not re-activated, its static data stays).
+	 */
+	useCredentials(credentials: HarnessCredentials): void {
+		this.options.credentials = credentials;
 	}
 
 	/** The static data as n8n would persist it (a JSON round trip, like the database). */
@@ -328,6 +347,7 @@ export class PollingWorkflow {
 			this.options.resolveNodeStaticData,
 			this.options.getPollBudgetMs,
 		);
+		Object.defineProperty(context, 'logger', { value: recordingLogger });
 		return await this.options.nodeType.poll!.call(context);
 	}
 }

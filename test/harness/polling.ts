@@ -156,6 +156,12 @@ export class LegacyPollerHost {
 		};
 	}
 
+	/** The user edits the credential (another key, another account's key …): read at the next poll. */
+	useCredentials(credentials: HarnessCredentials): void {
+		this.options = { ...this.options, credentials };
+		this.live?.useCredentials(credentials);
+	}
+
 	/** n8n stops (the in-memory state is gone) and starts again from the database. */
 	async restart(): Promise<PollOutcome> {
 		this.live = undefined;
@@ -217,8 +223,13 @@ export class DurablePollerHost {
 
 	private process = newProcess();
 
-	constructor(private readonly options: PollerHostOptions) {
+	constructor(private options: PollerHostOptions) {
 		this.stored = options.stored ?? '{}';
+	}
+
+	/** The user edits the credential: polls from now on read it. */
+	useCredentials(credentials: HarnessCredentials): void {
+		this.options = { ...this.options, credentials };
 	}
 
 	private async run(testing: boolean): Promise<PollOutcome> {

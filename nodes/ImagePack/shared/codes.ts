@@ -174,6 +174,7 @@ export const CODES = {
 	too_many_results: {},
 	no_publications: {},
 	overlap_too_large: {},
+	account_unconfirmed: {}, // the trigger could not tell whose its cursor is: the next poll asks again
 } as const satisfies Record<string, Row>;
 
 /** A code of the table: the compiler checks every code the node raises. */

@@ -28,6 +28,8 @@ interface Running {
 }
 
 const running = new Map<string, Running>();
+/** Polls in a row, per trigger, that ran out of time before anything was complete. */
+const stalls = new Map<string, number>();
 /** The state revision each trigger last delivered from this process, until n8n shows it committed. */
 const delivered = new Map<string, { rev: number; until: number }>();
 
@@ -38,6 +40,7 @@ function sweep(now: number): void {
 	if (running.size > SWEEP_ABOVE) {
 		for (const [key, entry] of running) if (entry.staleAt <= now) running.delete(key);
 	}
+	if (stalls.size > SWEEP_ABOVE) stalls.clear();
 }
 
 export interface PollTurn {
@@ -45,6 +48,11 @@ export interface PollTurn {
 	holds(): boolean;
 	/** Records that this poll delivered the state with this revision (called before returning items). */
 	delivered(rev: number): void;
+	/**
+	 * Records how this poll ended: `true` when its time ran out before anything was complete.
+	 * Returns how many polls of the trigger in a row ended so, this one included (0 if not).
+	 */
+	ranOut(nothingComplete: boolean): number;
 	/** Ends the turn; always call it (finally). */
 	release(): void;
 }
@@ -86,6 +94,15 @@ export async function takeTurn(
 		holds: () => running.get(key) === mine,
 		delivered(rev) {
 			delivered.set(key, { rev, until: Date.now() + COMMIT_GRACE_MS });
+		},
+		ranOut(nothingComplete) {
+			if (!nothingComplete) {
+				stalls.delete(key);
+				return 0;
+			}
+			const count = (stalls.get(key) ?? 0) + 1;
+			stalls.set(key, count);
+			return count;
 		},
 		release() {
 			mine.ended = true;

@@ -1,7 +1,8 @@
 /**
  * One poll of the Image Pack Trigger: Fetch Test Event, the first "now" activation (the baseline), or
- * a delivery of new publications. The poll takes its turn (pacing.ts), reads (read.ts) what the
- * cursor (cursor.ts) asks for, and stores the cursor's next state only when it delivers or changes.
+ * a delivery of new publications. The poll takes its turn (pacing.ts), makes sure the stored cursor
+ * is the history of the account behind the key (account.ts), reads (read.ts) what the cursor
+ * (cursor.ts) asks for, and stores the cursor's next state only when it delivers or changes.
  */
 import type {
 	IDataObject,
@@ -10,14 +11,17 @@ import type {
 	IPollFunctions,
 } from 'n8n-workflow';
 
-import { imagePackError } from '../shared/errors';
+import { errorFacts, imagePackError } from '../shared/errors';
 import type { PublicationRecord } from '../shared/publications';
 import { boundedNumber } from '../shared/parameters';
 import { getConnection, getPublication } from '../transport';
+import { bindToAccount, logFreshStart, where } from './account';
 import {
 	OverlapTooLargeError,
 	addPage,
+	baselineRead,
 	baselineSince,
+	deliverable,
 	finishBaseline,
 	finishPoll,
 	startBaseline,
@@ -38,6 +42,12 @@ import {
 
 /** List pages one poll reads at most (10,000 records); the rest is left to the next poll. */
 const MAX_PAGES_PER_POLL = 50;
+/**
+ * Polls in a row that may run out of time before anything is complete (each returns nothing and
+ * the next goes on from the same place) before one fails saying so: a slow moment passes quietly, a
+ * server that is always too slow for the poll's time does not.
+ */
+export const STALLED_POLLS = 3;
 
 type StartFrom = 'now' | 'beginning' | 'id';
 
@@ -89,6 +99,9 @@ async function testEvent(poll: Poll, includeManifest: boolean) {
 	return [[toItem(newest, detail)]];
 }
 
+/** Why readPages stopped: `enough` said so, the poll's time, or MAX_PAGES_PER_POLL. */
+type ReadEnd = 'enough' | 'time' | 'pages';
+
 /**
  * Reads list pages into `run` until `enough(next)` says so (`next`: addPage's): the first page
  * always, more while the poll has time, at most MAX_PAGES_PER_POLL.
@@ -97,31 +110,48 @@ async function readPages(
 	poll: Poll,
 	run: PollRun,
 	enough: (next: number | null) => boolean | Promise<boolean>,
-): Promise<void> {
+): Promise<ReadEnd> {
 	for (let pages = 0; pages < MAX_PAGES_PER_POLL; pages++) {
-		if (pages > 0 && Date.now() > poll.times.stopAt) return;
+		if (pages > 0 && Date.now() > poll.times.stopAt) return 'time';
 		const next = addPage(run, await listPage(poll, run.nextSince));
-		if (await enough(next)) return;
+		if (await enough(next)) return 'enough';
 	}
+	return 'pages';
 }
 
 /**
- * First activation with Start From "now": finds the newest id (O(log max id) requests) and reads the
- * overlap below it, which counts as delivered; nothing is emitted.
+ * The "now" starting point (the first activation, or a fresh start): finds the newest id
+ * (O(log max id) requests) and reads the overlap below it, which counts as delivered; nothing is
+ * emitted. When the poll's time ends before the overlap is read, it fails and stores nothing: the
+ * ids it did not read were visible before "now" or may still commit after it, and only a read now
+ * tells which (docs/polling.md).
  */
-async function baseline(poll: Poll, key: string): Promise<CursorState> {
+async function baseline(poll: Poll, key: string, fp: string, rev: number): Promise<CursorState> {
 	const { newest, overlap } = await newestPublication(poll);
-	if (!newest) return initialState(key, 0);
-	const run = startBaseline(key, baselineSince(newest.id, overlap), newest.id);
-	const done = (next: number | null) => next === null || run.nextSince >= newest.id;
-	await readPages(poll, run, done);
+	if (!newest) return initialState(key, 0, fp, rev);
+	const since = baselineSince(newest.id, overlap);
+	const run = startBaseline(key, since, newest.id, fp, rev);
+	const end = await readPages(poll, run, (next) => baselineRead(run, newest.id, next));
+	if (end !== 'enough') {
+		const readTo = run.pages[run.pages.length - 1]?.end ?? since;
+		throw imagePackError(
+			poll.ctx.getNode(),
+			{ code: 'timeout', charge: 'not_charged' },
+			{
+				message: `The trigger could not read where "now" is within one poll: of the ${newest.id - since} ids below the newest publication (${newest.id}) it had read ${since + 1} to ${readTo} when the poll's time ran out`,
+				description:
+					'Start From "now" reads the re-read overlap the server announces below the newest publication, so that publications from before now are never delivered and one committing late is not lost. Nothing was stored: the next poll (or activation) tries again. Poll times further apart give each poll more time.',
+			},
+		);
+	}
 	return finishBaseline(run);
 }
 
 /**
  * One poll's delivery: pages and their manifests in turn, until Max Publications per Poll, the
  * size bound or the poll's time is reached. What is complete is delivered, also when its last
- * request was cut by the poll's time; the next poll continues after it.
+ * request was cut by the poll's time; the next poll continues after it. `outOfTime`: the poll's
+ * time (or a cut request) ended it early; `cut`: the request it cut, if any.
  */
 async function drain(
 	poll: Poll,
@@ -131,25 +161,48 @@ async function drain(
 	const run = startPoll(state);
 	const details: IDataObject[] = [];
 	const chars = { used: 0 };
-	const stopped = await readPages(poll, run, async (next) => {
-		const wanted = Math.min(run.fresh.length, maxPerPoll);
+	let cut: unknown;
+	const end = await readPages(poll, run, async (next) => {
+		// A publication that committed between two pages below what was read: deliver below it.
+		if (run.late !== undefined) return true;
+		const wanted = deliverable(run, maxPerPoll);
 		if (includeManifest) {
 			const todo = run.fresh.slice(details.length, wanted);
 			const full = await fetchManifests(poll, todo, details, chars);
 			if (full || details.length < wanted) return true;
 		}
 		return run.fresh.length >= maxPerPoll || next === null;
-	}).then(
-		() => undefined,
-		(error: unknown) => {
-			if (isCut(error)) return error;
-			throw error;
+	}).catch((error: unknown) => {
+		if (!isCut(error)) throw error;
+		cut = error;
+		return 'time' as const;
+	});
+	const count = deliverable(run, includeManifest ? details.length : maxPerPoll);
+	const items = run.fresh.slice(0, count).map((record, index) => toItem(record, details[index]));
+	return { next: finishPoll(run, count), items, cut, outOfTime: end === 'time' };
+}
+
+/**
+ * The error of a poll that ran out of time before anything was complete, STALLED_POLLS times in a
+ * row; `cut`: the request the last one cut, if any.
+ */
+function stalledError(ctx: IPollFunctions, polls: number, seconds: string, cut: unknown) {
+	const facts = cut === undefined ? undefined : errorFacts(cut);
+	const last = facts ? ` The last one: ${facts.reason}.` : '';
+	return imagePackError(
+		ctx.getNode(),
+		{
+			code: facts?.code ?? 'timeout',
+			httpStatus: facts?.httpStatus,
+			requestId: facts?.requestId,
+			charge: 'not_charged',
+		},
+		{
+			message: `The Image Pack API answered too slowly for the trigger: ${polls} polls in a row ran out of their time (${seconds} seconds each) before a publication was complete`,
+			description:
+				`${last.trim()} Nothing was delivered and nothing was skipped; the next poll goes on from the same place. A poll has until shortly before the next poll time (or n8n's poll budget): poll times further apart, or Include Manifest off, give it more room.`.trim(),
 		},
 	);
-	const count = includeManifest ? details.length : Math.min(run.fresh.length, maxPerPoll);
-	if (stopped !== undefined && count === 0) throw stopped;
-	const items = run.fresh.slice(0, count).map((record, index) => toItem(record, details[index]));
-	return { next: finishPoll(run, count), items };
 }
 
 /** A number parameter, bounded by its property: a bad value fails the poll before any request. */
@@ -181,6 +234,7 @@ export async function pollPublications(
 	const key = queryKey(startFrom, startId, connection.baseUrl);
 	const staticData = ctx.getWorkflowStaticData('node');
 	const stored = readState(staticData, key);
+	const started = Date.now();
 	const poll: Poll = { ctx, connection, times: pollTimes(ctx) };
 	// What identifies the trigger, whatever state object n8n handed this poll.
 	const node = ctx.getNode();
@@ -194,14 +248,36 @@ export async function pollPublications(
 			if (!stored || !sameState(state, stored)) writeState(staticData, state);
 			return true;
 		};
-		if (!stored && startFrom === 'now') {
-			commit(await baseline(poll, key));
+		let state = stored;
+		if (stored) {
+			const decision = await bindToAccount(poll, stored);
+			if (decision.keep === undefined) logFreshStart(ctx, decision, startFrom);
+			state = decision.keep;
+		}
+		// A fresh start replaces a stored state with a later revision (the poll guard compares them).
+		const rev = stored ? stored.rev + 1 : 0;
+		if (!state && startFrom === 'now') {
+			commit(await baseline(poll, key, connection.fingerprint, rev));
 			return null;
 		}
-		const state = stored ?? initialState(key, startFrom === 'id' ? startId : 0);
-		const { next, items } = await drain(poll, state, { includeManifest, maxPerPoll });
+		state ??= initialState(key, startFrom === 'id' ? startId : 0, connection.fingerprint, rev);
+		const { next, items, cut, outOfTime } = await drain(poll, state, {
+			includeManifest,
+			maxPerPoll,
+		});
 		if (!commit(next)) return null; // taken over after running far too long: discarded
-		if (items.length === 0) return null;
+		const stalls = turn.ranOut(items.length === 0 && outOfTime && next === state);
+		if (items.length === 0) {
+			const seconds = ((poll.times.deadline - started) / 1000).toFixed(1);
+			if (stalls >= STALLED_POLLS) throw stalledError(ctx, stalls, seconds, cut);
+			if (stalls > 0) {
+				const why = cut === undefined ? '' : ` (${errorFacts(cut).reason})`;
+				ctx.logger.warn(
+					`${where(ctx)}: the poll ran out of its time (${seconds} seconds) before a publication was complete${why}. Nothing was delivered or skipped; the next poll goes on from the same place.`,
+				);
+			}
+			return null;
+		}
 		turn.delivered(next.rev);
 		return [items];
 	} catch (error) {

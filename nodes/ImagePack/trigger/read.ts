@@ -91,7 +91,8 @@ export async function newestPublication(poll: Poll) {
  * `details` while the poll's bound allows (`chars`: what the items so far take). Stops starting new
  * ones once the poll's time is up (after at least one batch per poll), and keeps only the prefix
  * within MAX_POLL_CHARS (at least one), so `details` is always a complete prefix. Returns whether
- * the bound was reached; a failed request throws (the caller decides what a cut request means).
+ * the bound was reached; a failed request throws (the caller decides what a cut request means),
+ * after the details answered before it in the same batch were appended.
  */
 export async function fetchManifests(
 	{ ctx, connection, times }: Poll,
@@ -103,10 +104,13 @@ export async function fetchManifests(
 	for (let at = 0; at < records.length; at += MANIFEST_CONCURRENCY) {
 		if (details.length > 0 && Date.now() > times.stopAt) return false;
 		const batch = records.slice(at, at + MANIFEST_CONCURRENCY);
-		const fetched = await Promise.all(
+		const fetched = await Promise.allSettled(
 			batch.map(async ({ id }) => (await getPublication(ctx, connection, id, { deadline })).body),
 		);
-		for (const [index, detail] of fetched.entries()) {
+		for (const [index, result] of fetched.entries()) {
+			// The batch's complete prefix is kept: a cut request ends the poll after what came before it.
+			if (result.status === 'rejected') throw result.reason;
+			const detail = result.value;
 			const size =
 				JSON.stringify(batch[index]).length + JSON.stringify(detail.manifest ?? null).length;
 			if (details.length > 0 && chars.used + size > MAX_POLL_CHARS) return true;

@@ -2,7 +2,9 @@
  * The trigger's stored state and its encoding, as a pure module (no n8n, no HTTP): how a poll uses
  * and advances it is in cursor.ts. It lives in the workflow's static data, so it is small and dense:
  * at the documented overlap (50) about 9.5 KiB at most, the key memory (9 KB when full) plus a few
- * hundred characters of runs. Only this form (version 3) is read; anything else starts afresh.
+ * hundred characters of runs. Only this form (version 3) is read; anything else starts afresh. A
+ * state also names who read it: the fingerprint of the API key (never the key) and one publication
+ * id it read, which the API can be asked about when the key changes (trigger/account.ts).
  */
 import { DEFAULT_OVERLAP, dedupeKey, isSafeId } from '../shared/publications';
 
@@ -36,6 +38,16 @@ export interface CursorState {
 	handled: string;
 	/** keyToken of the last MEMORY_KEYS delivered publications, oldest first, joined. */
 	delivered: string;
+	/**
+	 * The fingerprint of the API key this state was last read with (`keyFingerprint`: 16 hex digits,
+	 * never the key). Absent in states saved before fingerprints: the key that meets one adopts it.
+	 */
+	fp?: string;
+	/**
+	 * The id of a publication this state read (the newest delivered): the API says whether it is the
+	 * account's of another key (detail 200) or not (404). Absent until the state reads one.
+	 */
+	witness?: number;
 	/** Bumped on every change, so two overlapping polls can tell that the other one committed. */
 	rev: number;
 }
@@ -146,8 +158,11 @@ export function decodeRuns(base: number, text: string): number[] | undefined {
 	return ids;
 }
 
-/** The state of a trigger that has not delivered anything yet and starts after `startId`. */
-export function initialState(queryKey: string, startId: number): CursorState {
+/**
+ * The state of a trigger that has not delivered anything yet and starts after `startId`, read with
+ * the key of fingerprint `fp`; `rev` above that of a state it replaces (see CursorState.rev).
+ */
+export function initialState(queryKey: string, startId: number, fp?: string, rev = 0): CursorState {
 	const start = Math.max(0, Math.floor(startId));
 	return {
 		v: STATE_VERSION,
@@ -157,7 +172,8 @@ export function initialState(queryKey: string, startId: number): CursorState {
 		overlap: DEFAULT_OVERLAP,
 		handled: '',
 		delivered: '',
-		rev: 0,
+		...(fp === undefined ? {} : { fp }),
+		rev,
 	};
 }
 
@@ -168,18 +184,26 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 const isTokens = (text: unknown): text is string =>
 	typeof text === 'string' && text.length % TOKEN_LENGTH === 0 && /^[\w-]*$/.test(text);
 
+const isFingerprint = (text: unknown): text is string =>
+	typeof text === 'string' && /^[0-9a-f]{16}$/.test(text);
+
 /**
  * Reads the state from static data. Returns undefined when there is none, when it was built for
  * another query (the start option changed), or when it is not this version or damaged, so the caller
- * starts afresh.
+ * starts afresh. A state saved before fingerprints has no `fp` (the caller lets the key adopt it) and
+ * takes the highest id it handled as its witness.
  */
 export function readState(raw: unknown, queryKey: string): CursorState | undefined {
 	if (!isPlainObject(raw) || raw.queryKey !== queryKey || raw.v !== STATE_VERSION) return undefined;
-	const { start, cursor, overlap, rev, handled, delivered } = raw;
+	const { start, cursor, overlap, rev, handled, delivered, fp, witness } = raw;
 	if (!isSafeId(start) || !isSafeId(cursor) || cursor < start) return undefined;
 	if (!isSafeId(overlap) || !isSafeId(rev)) return undefined;
-	if (typeof handled !== 'string' || !decodeRuns(start, handled)) return undefined;
+	const handledIds = typeof handled === 'string' ? decodeRuns(start, handled) : undefined;
+	if (typeof handled !== 'string' || !handledIds) return undefined;
 	if (!isTokens(delivered)) return undefined;
+	if (fp !== undefined && !isFingerprint(fp)) return undefined;
+	if (witness !== undefined && !(isSafeId(witness) && witness > 0)) return undefined;
+	const seen = isSafeId(witness) ? witness : handledIds[handledIds.length - 1];
 	return {
 		v: STATE_VERSION,
 		queryKey,
@@ -188,12 +212,23 @@ export function readState(raw: unknown, queryKey: string): CursorState | undefin
 		overlap: Math.min(overlap, MAX_OVERLAP),
 		handled,
 		delivered: delivered.slice(-MEMORY_KEYS * TOKEN_LENGTH),
+		...(fp === undefined ? {} : { fp }),
+		...(seen === undefined ? {} : { witness: seen }),
 		rev,
 	};
 }
 
-/** Whether two states hold the same cursor (`rev` aside). */
+/** Whether two states hold the same cursor for the same key (`rev` aside). */
 export function sameState(a: CursorState, b: CursorState): boolean {
-	const fields = ['start', 'cursor', 'overlap', 'queryKey', 'handled', 'delivered'] as const;
+	const fields = [
+		'start',
+		'cursor',
+		'overlap',
+		'queryKey',
+		'handled',
+		'delivered',
+		'fp',
+		'witness',
+	] as const;
 	return fields.every((field) => a[field] === b[field]);
 }

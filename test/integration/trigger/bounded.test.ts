@@ -105,7 +105,7 @@ describe('every wait of a poll ends by its deadline', () => {
 		expect(emittedIds(poller.executions)).toEqual(range(1, 20));
 	});
 
-	it('a list request that hangs with nothing complete: the poll fails by its deadline, stores nothing, the next one goes on', async () => {
+	it('a list request that hangs with nothing complete: the poll returns nothing by its deadline, stores nothing, the next one goes on', async () => {
 		await emu.control.publishBulk({ count: 10 });
 		const poller = host({ startFrom: 'beginning' }, { budget: BUDGET });
 		await poller.activate();
@@ -119,10 +119,7 @@ describe('every wait of a poll ends by its deadline', () => {
 		const started = Date.now();
 		const outcome = await poller.tick();
 		expect(Date.now() - started).toBeLessThan(BUDGET + 500);
-		expect(outcome.kind).toBe('error');
-		expect((outcome as { error: Error }).error.message).toMatch(
-			/did not answer within 1\.\d seconds/,
-		);
+		expect(outcome.kind).toBe('null'); // a poll that ran out of time does not fail (#40)
 		expect(poller.stored).toBe(stored);
 		await poller.tick();
 		expect(emittedIds(poller.executions)).toEqual(range(1, 11));

@@ -3,6 +3,7 @@
  * trigger the way n8n 2.41 does (test/harness/polling.ts), and checks on what it delivered.
  */
 import type { INodeExecutionData, INodeParameters } from 'n8n-workflow';
+import { sleep } from 'n8n-workflow';
 
 import { ImagePackTrigger } from '../../../nodes/ImagePack/ImagePackTrigger.node';
 import type { retryPolicy } from '../../../nodes/ImagePack/transport/limits';
@@ -42,6 +43,14 @@ export function useTrigger(
 		durableHost: (parameters: INodeParameters, extra: HostExtra = {}) =>
 			new DurablePollerHost(options(parameters, extra)),
 		listRequests: async () => (await emu.control.requests({ route: 'listPublications' })).length,
+		/** Waits until the emulator has received `count` list requests (it logs them on arrival). */
+		listRequestsArrived: async (count: number) => {
+			for (let tries = 0; tries < 1000; tries++) {
+				if ((await emu.control.requests({ route: 'listPublications' })).length >= count) return;
+				await sleep(5);
+			}
+			throw new Error(`fewer than ${count} list requests arrived`);
+		},
 		/** Lets `okBefore` requests of the route through, then applies `fault` to the next one(s). */
 		faultAfter: async (
 			route: 'listPublications' | 'getPublication',

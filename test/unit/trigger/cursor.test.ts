@@ -9,10 +9,11 @@ import {
 	type ListPage,
 } from '../../../nodes/ImagePack/shared/publications';
 import {
-	BURST,
+	MAX_REREAD,
 	OverlapTooLargeError,
 	addPage,
 	baselineSince,
+	deliverable,
 	finishPoll,
 	startPoll,
 } from '../../../nodes/ImagePack/trigger/cursor';
@@ -37,6 +38,8 @@ describe('one poll, plain inputs', () => {
 	});
 	const evens = (from: number, to: number) =>
 		Array.from({ length: (to - from) / 2 + 1 }, (_, i) => from + 2 * i);
+	const consecutive = (from: number, to: number) =>
+		Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 	it('delivers everything new and remembers the ids it dealt with above the start', () => {
 		const run = readPages(initialState('q', 0), [page([3, 7, 9])], 200);
@@ -71,20 +74,47 @@ describe('one poll, plain inputs', () => {
 		expect(state).toMatchObject({ start: 4, handled: '' });
 	});
 
-	it('follows next_since_id on a full page; a page is settled once ids `overlap` above it are known to have been visible', () => {
+	it('follows next_since_id on a full page without gaps near its end; else the next page starts at the first gap within the overlap', () => {
+		// The account's own consecutive ids: nothing between them can still appear.
+		const dense = startPoll(initialState('q', 0));
+		expect(addPage(dense, page(consecutive(1, 200)))).toBe(200);
+		expect(addPage(dense, page(consecutive(201, 300)))).toBeNull();
+		expect(finishPoll(dense)).toMatchObject({ start: 300, cursor: 300, handled: '' });
+		// Other accounts' ids in between (odd): 351 may still commit (it is within the overlap of
+		// 400), so page 2 starts there and reads 352..400 again; page 1 is then done.
+		const sparse = startPoll(initialState('q', 0));
+		expect(addPage(sparse, page(evens(2, 400)))).toBe(350);
+		expect(addPage(sparse, page(evens(352, 750)))).toBe(700);
+		expect(addPage(sparse, page(evens(702, 798)))).toBeNull();
+		expect(sparse.fresh.map((r) => r.id)).toEqual(evens(2, 798)); // nothing twice
+		const state = finishPoll(sparse);
+		expect(state).toMatchObject({ start: 748, cursor: 798 });
+		expect(handledIds(state)).toEqual(evens(750, 798));
+	});
+
+	it('a page read again from the first gap finds what committed there meanwhile; the poll delivers below it, the next poll the rest', () => {
+		// Page 1: ours 1..159 and 161..201; 160 is still pending (within the overlap of 201).
+		const first = [...consecutive(1, 159), ...consecutive(161, 201)];
 		const run = startPoll(initialState('q', 0));
-		expect(addPage(run, page(evens(2, 400)))).toBe(400);
-		expect(run.nextSince).toBe(400);
-		expect(addPage(run, page(evens(402, 798)))).toBeNull();
-		// Page 2 holds more than BURST ids: those below its newest BURST were visible before page 1
-		// was answered, so page 1 is settled; of page 2, what is within the overlap of 798 is not.
-		expect(finishPoll(run)).toMatchObject({ start: 748, cursor: 798 });
-		// A short second page could have committed in the milliseconds between the two requests:
-		// the overlap below page 1's end is read again.
-		const short = startPoll(initialState('q', 0));
-		addPage(short, page(evens(2, 400)));
-		addPage(short, page(evens(402, 402 + 2 * (BURST - 1))));
-		expect(finishPoll(short)).toMatchObject({ start: 350 });
+		expect(addPage(run, page(first))).toBe(159);
+		// Before page 2 is answered, 160 commits and then 200 more (202..401): page 2 lists 160.
+		expect(addPage(run, page([160, ...consecutive(161, 359)]))).toBe(359);
+		expect(run.late).toBe(160);
+		expect(deliverable(run)).toBe(159);
+		const state = finishPoll(run, deliverable(run));
+		expect(state.start).toBe(159);
+		const next = readPages(state, [page([160, ...consecutive(161, 359)])]);
+		expect(next.fresh.map((r) => r.id)).toEqual(consecutive(160, 359));
+	});
+
+	it(`at most ${MAX_REREAD} records are read again: with more, the page follows next_since_id and the next poll reads that overlap again`, () => {
+		// Overlap 400, every other id ours: 200 of ours lie within the overlap of page 1's end.
+		const run = startPoll(initialState('q', 0));
+		expect(addPage(run, page(evens(2, 400), 400, 400))).toBe(400);
+		expect(addPage(run, page(evens(402, 500), 500, 400))).toBeNull();
+		const state = finishPoll(run);
+		expect(state.start).toBe(0); // page 1 is settled nowhere: ids above 0 may still appear
+		expect(handledIds(state)).toEqual(evens(2, 500));
 	});
 
 	it('an empty account keeps the state unchanged', () => {

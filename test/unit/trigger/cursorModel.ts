@@ -11,6 +11,7 @@ import {
 } from '../../../nodes/ImagePack/shared/publications';
 import {
 	addPage,
+	deliverable,
 	finishBaseline,
 	finishPoll,
 	startBaseline,
@@ -154,10 +155,11 @@ export function poll(
 	for (let pages = 0; pages < maxPages; pages++) {
 		if (pages > 0) between?.();
 		if (addPage(run, model.list(account, run.nextSince, pageLimit), pageLimit) === null) break;
+		if (run.late !== undefined) break; // committed between two pages: delivered below it
 		if (emitLimit !== undefined && run.fresh.length >= emitLimit) break; // Max Publications per Poll
 	}
 	const fresh = run.fresh;
-	const count = emitLimit === undefined ? fresh.length : Math.min(emitLimit, fresh.length);
+	const count = deliverable(run, emitLimit);
 	driver.state = finishPoll(run, count);
 	const batch = fresh.slice(0, count);
 	if (batch.length) driver.batches.push(batch);

@@ -134,4 +134,20 @@ describe('takeTurn: one poll per trigger at a time, in this process', () => {
 			Date.now = realNow;
 		}
 	});
+
+	it('counts the polls of a trigger in a row that ran out of time with nothing complete; any other poll resets it', async () => {
+		const poll = async (name: string, nothingComplete: boolean) => {
+			const turn = (await takeTurn(key(name), 1, soon())) as PollTurn;
+			try {
+				return turn.ranOut(nothingComplete);
+			} finally {
+				turn.release();
+			}
+		};
+		expect(await poll('a', true)).toBe(1);
+		expect(await poll('a', true)).toBe(2);
+		expect(await poll('b', true)).toBe(1); // another trigger counts on its own
+		expect(await poll('a', false)).toBe(0);
+		expect(await poll('a', true)).toBe(1);
+	});
 });

@@ -94,7 +94,22 @@ describe('readState', () => {
 	};
 
 	it('round-trips through JSON', () => {
-		expect(readState(JSON.parse(JSON.stringify(state)), 'q')).toEqual(state);
+		const read = { ...state, fp: '0123456789abcdef', witness: 30 };
+		expect(readState(JSON.parse(JSON.stringify(read)), 'q')).toEqual(read);
+	});
+
+	it('a state saved before fingerprints is read as it was, without fp, its highest handled id as witness', () => {
+		expect(state).not.toHaveProperty('fp');
+		expect(readState(JSON.parse(JSON.stringify(state)), 'q')).toEqual({ ...state, witness: 30 });
+		const nothingHandled = { ...state, handled: '' };
+		expect(readState(nothingHandled, 'q')).toEqual(nothingHandled);
+	});
+
+	it('refuses a malformed fingerprint or witness (damaged: the trigger starts afresh)', () => {
+		for (const fp of ['0123456789ABCDEF', '0123', 7, null, 'sk_live_0123456789'])
+			expect(readState({ ...state, fp }, 'q')).toBeUndefined();
+		for (const witness of [0, -1, 1.5, '30', null])
+			expect(readState({ ...state, witness }, 'q')).toBeUndefined();
 	});
 
 	it('starts afresh for another query key, another version or damaged data', () => {
