@@ -523,10 +523,10 @@ function durableFigures(
 		"CPU = the n8n process and its task runner; load = the lowest and highest 1-minute load average around the cell's runs. Store = each checkProcessedAndRecord / removeProcessed call timed inside n8n, call to answer.";
 	const ms = (value) =>
 		value >= 10_000 ? `${(value / 1000).toFixed(2)} s` : `${value.toFixed(0)} ms`;
+	const runsOf = (r) => `${r.runs} run${r.runs === 1 ? '' : 's'}`;
 	const perItem = (value, r) => (value / r.count).toFixed(0);
 	const cpuOf = (r) =>
-		`${perItem(r.cpuMs, r)} ms (${r.runs} runs, ${perItem(r.cpuRange[0], r)}–${perItem(r.cpuRange[1], r)}; JavaScript thread ${perItem(r.threads.main, r)}, V8 workers ${perItem(r.threads.v8, r)}; mark-compacts ${r.majorsPerItem.toFixed(2)}/item; load ${r.load.map((l) => l.toFixed(1)).join('–')})`;
-	const runsOf = (r) => `${r.runs} run${r.runs === 1 ? '' : 's'}`;
+		`${perItem(r.cpuMs, r)} ms (${runsOf(r)}, ${perItem(r.cpuRange[0], r)}–${perItem(r.cpuRange[1], r)}; JavaScript thread ${perItem(r.threads.main, r)}, V8 workers ${perItem(r.threads.v8, r)}; mark-compacts ${r.majorsPerItem.toFixed(2)}/item; load ${r.load.map((l) => l.toFixed(1)).join('–')})`;
 	for (const c of concurrencies) {
 		for (const count of sizes) {
 			const [off, empty, bound, stubbed] = ['without', 'empty', 'bound', 'stubbed'].map((key) =>
