@@ -184,6 +184,18 @@ function installer(user, builds) {
 	};
 }
 
+/** `startN8n`, tried again when another process took its free port first (other n8n runs share the machine). */
+async function startN8nRetrying(options, tries = 3) {
+	for (let attempt = 1; ; attempt++) {
+		try {
+			return await startN8n(options);
+		} catch (error) {
+			if (attempt >= tries || !/already in use|EADDRINUSE/.test(String(error?.message)))
+				throw error;
+		}
+	}
+}
+
 /** One measured batch run (as benchN8nBatch measures it): wall, CPU by thread, V8's collections, n8n's store. */
 async function measureRun({
 	env,
@@ -326,7 +338,7 @@ export async function benchN8nDurable(
 			log(
 				`n8n durable: session ${session + 1} of ${order.length}, the package ${described[build]}`,
 			);
-			const n8n = await startN8n({
+			const n8n = await startN8nRetrying({
 				userFolder: user.dir,
 				echo: Boolean(process.env.BENCH_N8N_ECHO),
 				env: {
