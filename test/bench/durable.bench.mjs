@@ -1,23 +1,28 @@
 // `npm run bench -- --n8n --n8n-parts=durable`: what Generate's durable record of each paid send
 // (generate/durable.ts: one `checkProcessedAndRecord` in n8n's deduplication store before every send)
-// costs a real n8n 2.41.1 (SQLite), against the same batch without it: the package built from the
-// commit before the record (`--n8n-durable-base=8a9ff14`: packed from a temporary git worktree, removed
-// again), loaded into the same n8n user folder in its own n8n start. PRODUCT.md §7: at its bound, batch
-// wall time within 2 % of the same batch without it, n8n's CPU per item shown beside it.
+// costs a real n8n 2.41.1 (SQLite). PRODUCT.md §7: at its bound, batch wall time within 2 % of the same
+// batch without it, n8n's CPU per item shown beside it.
 //
-// The batch is the n8n bench's (Webhook → Split Out → Generate with downloads, n8n.bench.mjs). The
-// node's row in `processed_data` (workflow, context `n:<node id>`) is set before every run, in n8n's own
-// format (`{"mode":"entries","data":[base64 MD5, …]}`, what TypeORM's simple-json writes): *at its
-// bound* 10,000 entries (the node's `maxEntries`), *empty* no row. Every run reads the row back: at the
-// bound n8n must have appended the run's N sends and dropped the N oldest (so it read the row in that
-// format), and the build without the record must have left it alone.
+// The batch is the n8n bench's (Webhook → Split Out → Generate with downloads, n8n.bench.mjs). Builds:
+// - `with`: the package now. The node's row in `processed_data` (workflow, context `n:<node id>`) is set
+//   before every run in n8n's own format (`{"mode":"entries","data":[base64 MD5, …]}`, what TypeORM's
+//   simple-json writes): `bound`, 10,000 entries (the node's `maxEntries`); `empty`, no row; `off`, the
+//   row at the bound but n8n's store answering in place (n8n-profiler.cjs, `store-off`): the node's code
+//   unchanged without the database round trip, in the same n8n start as the other two, run by run.
+// - `without`: the package built from the commit before the record (`--n8n-durable-base=8a9ff14`,
+//   packed from a temporary git worktree, removed again), in its own n8n start on the same user folder.
+//   It also lacks everything else since that commit.
+// - `stubbed` (only with `--n8n-durable-builds=…,stubbed`): the package now with the store call
+//   answered in place in its code (durable.js patched in an unpacked copy), in its own n8n start.
+// Every run reads the row back: at the bound n8n must have appended the run's N sends and dropped the
+// N oldest (so it read the row in that format); `off` and the other builds must have left it alone.
 //
-// Sessions: the two builds take turns in n8n starts (with, without, without, with, … for
-// `--n8n-durable-sessions`), so that a load that drifts over the hour falls on both. In each session
-// every N and c runs `roundsFor` times (`--n8n-runs`), the two row states taking turns going first.
-// Figures are medians over all sessions. Inside n8n the preloaded profiler (n8n-profiler.cjs) times every
-// call of n8n's store; once the batches are done it also makes `--n8n-durable-calls` store calls one
-// after the other on rows of `--n8n-durable-fills` entries (the raw cost of one call).
+// Sessions: the builds take turns in n8n starts (with, without, without, with, … for
+// `--n8n-durable-sessions`), so that a load that drifts over the hour falls on all. In each session
+// every N and c runs `roundsFor` times (`--n8n-runs`), the row states taking turns going first.
+// Figures are medians over all sessions. Inside n8n the preloaded profiler times every call of n8n's
+// store; once the batches are done it also makes `--n8n-durable-calls` store calls one after the other
+// on rows of `--n8n-durable-fills` entries (the raw cost of one call).
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -260,7 +265,7 @@ export async function benchN8nDurable(
 		runs,
 		sessions,
 		base,
-		builds = ['with', 'without', 'stubbed'],
+		builds = ['with', 'without'],
 		rawCalls,
 		rawFills,
 	},
@@ -367,7 +372,8 @@ export async function benchN8nDurable(
 				}
 				await settleRss(pid);
 				await env.control.setLatency('generate', latencyMs);
-				const states = build === 'with' ? ['bound', 'empty'] : ['bound'];
+				// The package now: its row at the bound, empty, or n8n's store answered in place (row untouched).
+				const states = build === 'with' ? ['bound', 'empty', 'off'] : ['bound'];
 				for (const count of sizes) {
 					const items = products(count);
 					for (let run = 0; run < 3; run++) {
@@ -378,13 +384,15 @@ export async function benchN8nDurable(
 					for (const c of concurrencies) {
 						const workflowId = workflowOfC(c);
 						for (let round = 0; round < roundsFor(count, runs); round++) {
-							for (const state of round % 2 ? [...states].reverse() : states) {
+							const turn = round % states.length;
+							for (const state of [...states.slice(turn), ...states.slice(0, turn)]) {
 								const key = build === 'with' ? state : build;
 								await writeRow(user.dir, {
 									workflowId,
 									context,
-									value: state === 'bound' ? { mode: 'entries', data: filler } : null,
+									value: state === 'empty' ? null : { mode: 'entries', data: filler },
 								});
+								profiler.storeOff(state === 'off');
 								const label = `durable-s${session + 1}-${key}-n${count}-c${c}-run${round + 1}`;
 								log(
 									`n8n durable: N=${count}, c=${c}, ${key}, session ${session + 1}, run ${round + 1}`,
@@ -403,7 +411,7 @@ export async function benchN8nDurable(
 								// The row as n8n left it: the proof that it read the bench's row (or, without the record, never touched it).
 								const row = await readRow(user.dir, workflowId, context);
 								const expected =
-									build !== 'with'
+									build !== 'with' || key === 'off'
 										? { entries: MAX_ENTRIES, first: filler[0] }
 										: key === 'bound'
 											? { entries: MAX_ENTRIES, first: filler[count] }
@@ -419,7 +427,7 @@ export async function benchN8nDurable(
 									]
 										.filter(Boolean)
 										.join('; ');
-								Object.assign(result, { key, c, session, rowBytes: row.bytes });
+								Object.assign(result, { key, c, session, round, rowBytes: row.bytes });
 								const calls = result.store.checkProcessedAndRecord;
 								log(
 									`  wall ${(result.wallMs / 1000).toFixed(2)} s, CPU ${(result.cpuMs / count).toFixed(1)} ms per item (${threadsPerItem(result.threads, count)}; load ${result.load.map((l) => l.toFixed(1)).join(' → ')}); ` +
@@ -431,6 +439,7 @@ export async function benchN8nDurable(
 						}
 					}
 				}
+				profiler.storeOff(false);
 				await env.control.setLatency('generate', 0);
 				// The raw cost of one call, n8n idle: the store is n8n's, whichever build is loaded.
 				for (const fill of rawFills) {
@@ -466,6 +475,11 @@ export async function benchN8nDurable(
 		user.cleanup();
 	}
 	const floors = Object.fromEntries(Object.entries(floorRuns).map(([n, ms]) => [n, median(ms)]));
+	if (gcStatsDir)
+		fs.writeFileSync(
+			path.join(gcStatsDir, 'durable-runs.json'),
+			JSON.stringify({ results, raw, floors, fetchMs, head, base: without.commit }, null, 1),
+		);
 	return durableFigures(results, raw, {
 		sizes,
 		concurrencies,
@@ -520,18 +534,18 @@ function cell(results, key, count, c) {
 	};
 }
 
-function durableFigures(
+export function durableFigures(
 	results,
 	raw,
 	{ sizes, concurrencies, latencyMs, fetchMs, floors, imageBytes, head, base, sessions, rawCalls },
 ) {
 	const figures = [];
 	const mib = (imageBytes / 2 ** 20).toFixed(0);
-	const group = `N8N-3. The durable record of each paid send in a real n8n 2.41.1 (SQLite): the batch (Generate + download of ${mib} MiB images, latency ${latencyMs} ms) with the package now (${head}) vs the package before the record (${base})`;
+	const group = `N8N-3. The durable record of each paid send in a real n8n 2.41.1 (SQLite): the batch (Generate + download of ${mib} MiB images, latency ${latencyMs} ms), the package now (${head}) with its row at the bound, empty, or n8n's store answered in place, vs the package before the record (${base})`;
 	const note =
-		`Durable record: the same batch workflow and n8n user folder; the package now, the package built from ${base} (everything since then is missing from it, not only the record) and, where shown, the package now with n8n's store call answered in place (stubbed: the store's own share) take turns in ${sessions} n8n starts. ` +
-		`"At its bound" = the node's processed_data row holds ${MAX_ENTRIES.toLocaleString('en-US')} entries before the run (written in n8n's format; after the run n8n has appended the N sends and dropped the N oldest, checked), "empty" = no row. ` +
-		"Wall and CPU are medians over every run of a cell in every session; ideal = n8n's floor (webhook → Split Out → No Op) + ceil(N / c) × (latency + a bare client's fetch of c images at once). " +
+		`Durable record: one batch workflow and n8n user folder. The package now runs with its processed_data row at its bound (${MAX_ENTRIES.toLocaleString('en-US')} entries before the run, written in n8n's format; after it n8n has appended the N sends and dropped the N oldest, checked), with no row ("empty"), and with n8n's store answering in place ("in place": the same code without the database round trip), run by run in the same n8n start. ` +
+		`The package built from ${base} (the commit before the record; everything since is missing from it too) runs in its own n8n starts; the builds take turns over ${sessions} starts. ` +
+		'Wall and CPU are medians over every run of a cell; "paired" = the median of at-bound ÷ in-place ratios of runs made one after the other. Ideal = n8n\'s floor (webhook → Split Out → No Op) + ceil(N / c) × (latency + a bare client\'s fetch of c images at once). ' +
 		"CPU = the n8n process and its task runner; load = the lowest and highest 1-minute load average around the cell's runs. Store = each checkProcessedAndRecord / removeProcessed call timed inside n8n, call to answer.";
 	const ms = (value) =>
 		value >= 10_000 ? `${(value / 1000).toFixed(2)} s` : `${value.toFixed(0)} ms`;
@@ -539,102 +553,149 @@ function durableFigures(
 	const perItem = (value, r) => (value / r.count).toFixed(0);
 	const cpuOf = (r) =>
 		`${perItem(r.cpuMs, r)} ms (${runsOf(r)}, ${perItem(r.cpuRange[0], r)}–${perItem(r.cpuRange[1], r)}; JavaScript thread ${perItem(r.threads.main, r)}, V8 workers ${perItem(r.threads.v8, r)}; mark-compacts ${r.majorsPerItem.toFixed(2)}/item; load ${r.load.map((l) => l.toFixed(1)).join('–')})`;
+	/** The median ratio a ÷ b of runs made one after the other (same session and round). */
+	const paired = (a, b, count, c) => {
+		const ratios = results
+			.filter((r) => r.key === a && r.count === count && r.c === c)
+			.map((r) => {
+				const other = results.find(
+					(o) =>
+						o.key === b &&
+						o.count === count &&
+						o.c === c &&
+						o.session === r.session &&
+						o.round === r.round,
+				);
+				return other ? r.wallMs / other.wallMs : undefined;
+			})
+			.filter((ratio) => ratio !== undefined);
+		return ratios.length ? median(ratios) : undefined;
+	};
 	for (const c of concurrencies) {
 		for (const count of sizes) {
-			const [off, empty, bound, stubbed] = ['without', 'empty', 'bound', 'stubbed'].map((key) =>
-				cell(results, key, count, c),
-			);
-			if (!off || !bound) continue;
+			const [before, empty, bound, inPlace, stubbed] = [
+				'without',
+				'empty',
+				'bound',
+				'off',
+				'stubbed',
+			].map((key) => cell(results, key, count, c));
+			if (!bound) continue;
 			const ideal = floors[count] + Math.ceil(count / c) * (latencyMs + fetchMs[c]);
 			const broken = (r) => (r?.problem ? ` — FAILED: ${r.problem}` : '');
 			const overIdeal = (r) => `${(r.wallMs / ideal).toFixed(3)} × ideal`;
-			const cell_ = `N=${count}, c=${c}:`;
-			figures.push(
+			const at = `N=${count}, c=${c}:`;
+			const wallFigure = (label, r, reference, referenceName, extra = '') =>
 				figure({
 					group,
-					figure: `${cell_} wall, without the record (${base}; ${runsOf(off)})${broken(off)}`,
-					measured: off.wallMs,
-					ideal,
-					unit: 'ms',
-					target: '—',
-					note,
-				}),
-				figure({
-					group,
-					figure: `${cell_} wall, record at its bound (${MAX_ENTRIES.toLocaleString('en-US')} entries; ${runsOf(bound)}, ${overIdeal(bound)}; without ${overIdeal(off)}) vs without${broken(bound)}`,
-					measured: bound.wallMs,
-					ideal: off.wallMs,
+					figure: `${at} wall, ${label} (${runsOf(r)}, ${overIdeal(r)}${extra}) vs ${referenceName}${broken(r)}`,
+					measured: r.wallMs,
+					ideal: reference.wallMs,
 					unit: 'ms',
 					maxRatio: 1.02,
-					target: '≤ 1.02 × without',
-				}),
-			);
-			if (empty)
-				figures.push(
-					figure({
-						group,
-						figure: `${cell_} wall, record on an empty row (${runsOf(empty)}, ${overIdeal(empty)}) vs without${broken(empty)}`,
-						measured: empty.wallMs,
-						ideal: off.wallMs,
-						unit: 'ms',
-						maxRatio: 1.02,
-						target: '≤ 1.02 × without',
-					}),
-				);
-			if (stubbed)
-				figures.push(
-					figure({
-						group,
-						figure: `${cell_} wall, record at its bound vs the package now with n8n's store call answered in place (${runsOf(stubbed)}, ${overIdeal(stubbed)}): the store's own share${broken(stubbed)}`,
-						measured: bound.wallMs,
-						ideal: stubbed.wallMs,
-						unit: 'ms',
-						maxRatio: 1.02,
-						target: '≤ 1.02 × stubbed',
-					}),
-				);
-			figures.push(
+					target: `≤ 1.02 × ${referenceName}`,
+				});
+			const cpuFigure = (label, r, reference, referenceName) =>
 				figure({
 					group,
-					figure: `${cell_} n8n CPU per item, record at its bound ${cpuOf(bound)} vs without ${cpuOf(off)}`,
-					measured: bound.cpuMs / count,
-					ideal: off.cpuMs / count,
+					figure: `${at} n8n CPU per item, ${label} ${cpuOf(r)} vs ${referenceName}${reference === before ? ` ${cpuOf(reference)}` : ''}`,
+					measured: r.cpuMs / count,
+					ideal: reference.cpuMs / count,
 					unit: 'ms',
 					target: 'shown',
-				}),
-			);
-			if (empty)
+				});
+			if (inPlace) {
+				const pairs = [paired('bound', 'off', count, c), paired('empty', 'off', count, c)];
 				figures.push(
 					figure({
 						group,
-						figure: `${cell_} n8n CPU per item, record on an empty row ${cpuOf(empty)} vs without`,
-						measured: empty.cpuMs / count,
-						ideal: off.cpuMs / count,
+						figure: `${at} wall, n8n's store answered in place (${runsOf(inPlace)})${broken(inPlace)}`,
+						measured: inPlace.wallMs,
+						ideal,
 						unit: 'ms',
-						target: 'shown',
+						target: '—',
+						note,
 					}),
+					wallFigure(
+						`record at its bound`,
+						bound,
+						inPlace,
+						'in place',
+						pairs[0] === undefined ? '' : `; paired ${pairs[0].toFixed(3)}`,
+					),
 				);
+				if (empty)
+					figures.push(
+						wallFigure(
+							'record on an empty row',
+							empty,
+							inPlace,
+							'in place',
+							pairs[1] === undefined ? '' : `; paired ${pairs[1].toFixed(3)}`,
+						),
+					);
+			}
+			if (before) {
+				figures.push(
+					figure({
+						group,
+						figure: `${at} wall, the package before the record (${base}; ${runsOf(before)})${broken(before)}`,
+						measured: before.wallMs,
+						ideal,
+						unit: 'ms',
+						target: '—',
+						note,
+					}),
+					wallFigure(
+						`record at its bound (${MAX_ENTRIES.toLocaleString('en-US')} entries)`,
+						bound,
+						before,
+						'without',
+					),
+				);
+				if (empty) figures.push(wallFigure('record on an empty row', empty, before, 'without'));
+			}
 			if (stubbed)
 				figures.push(
-					figure({
-						group,
-						figure: `${cell_} n8n CPU per item, record at its bound vs store call answered in place ${cpuOf(stubbed)}`,
-						measured: bound.cpuMs / count,
-						ideal: stubbed.cpuMs / count,
-						unit: 'ms',
-						target: 'shown',
-					}),
+					wallFigure(
+						'record at its bound',
+						bound,
+						stubbed,
+						`stubbed (${runsOf(stubbed)}, ${overIdeal(stubbed)})`,
+					),
 				);
+			if (before) figures.push(cpuFigure('record at its bound', bound, before, 'without'));
+			if (inPlace) figures.push(cpuFigure('record at its bound', bound, inPlace, 'in place'));
+			if (empty && inPlace)
+				figures.push(cpuFigure('record on an empty row', empty, inPlace, 'in place'));
+			if (inPlace && before)
+				figures.push(cpuFigure("n8n's store answered in place", inPlace, before, 'without'));
 			figures.push(
 				figure({
 					group,
-					figure: `${cell_} n8n's store in the run, one call at the bound vs on the empty row: median (p90 ${bound.storeP90Ms.toFixed(1)} / ${(empty?.storeP90Ms ?? 0).toFixed(1)} ms, max ${bound.storeMaxMs.toFixed(0)} / ${(empty?.storeMaxMs ?? 0).toFixed(0)} ms); ${(bound.storeCalls / count).toFixed(2)} calls per item, ${bound.storeMsPerItem.toFixed(1)} / ${(empty?.storeMsPerItem ?? 0).toFixed(1)} ms per item (${ms(bound.storeMsPerItem * count)} of the run's ${ms(bound.wallMs)} at the bound)`,
+					figure: `${at} n8n's store in the run, one call at the bound vs on the empty row: median (p90 ${bound.storeP90Ms.toFixed(1)} / ${(empty?.storeP90Ms ?? 0).toFixed(1)} ms, max ${bound.storeMaxMs.toFixed(0)} / ${(empty?.storeMaxMs ?? 0).toFixed(0)} ms); ${(bound.storeCalls / count).toFixed(2)} calls per item, ${bound.storeMsPerItem.toFixed(1)} / ${(empty?.storeMsPerItem ?? 0).toFixed(1)} ms per item`,
 					measured: bound.storeMedianMs,
 					ideal: empty?.storeMedianMs || null,
 					unit: 'ms',
 					target: '—',
 				}),
 			);
+			// Each item's record is made before its send, in one line per node: at c = 1 every call is on
+			// the batch's path, so the time in the store is what the record adds to the wall time, read
+			// inside n8n rather than as the difference of two noisy batches. At c > 1 the lanes overlap it
+			// (and wait for each other's calls, which this does not count).
+			const reference = inPlace ?? before;
+			if (reference)
+				figures.push(
+					figure({
+						group,
+						figure: `${at} time in n8n's store over the run at the bound (${ms(bound.storeMsPerItem * count)}; empty row ${ms((empty?.storeMsPerItem ?? 0) * count)}) vs 2 % of the batch ${reference === inPlace ? 'with the store answered in place' : 'without the record'}${c === 1 ? ' (c = 1: all of it on the path)' : ' (lanes overlap it)'}`,
+						measured: bound.storeMsPerItem * count,
+						ideal: 0.02 * reference.wallMs,
+						unit: 'ms',
+						...(c === 1 ? { maxRatio: 1, target: '≤ 2 % of the batch' } : { target: '—' }),
+					}),
+				);
 		}
 	}
 	// The raw cost of one call, n8n idle, by the row's size: medians over the sessions.

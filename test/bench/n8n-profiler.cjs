@@ -13,7 +13,9 @@
 // (BENCH_N8N_NO_COLLECT=1 to leave the heap as it is).
 // n8n's deduplication store (the durable record of paid sends, generate/durable.ts) is timed in every
 // run: each call of DeduplicationHelper's checkProcessedAndRecord / removeProcessed, its wall time from
-// call to answer (the row read, the JSON, the SQLite write), in <label>.json as `store`. A SIGUSR2 with
+// call to answer (the row read, the JSON, the SQLite write), in <label>.json as `store`; with a file
+// <dir>/store-off present when a run starts, the store answers in place instead (every value new, nothing
+// read or written: the node's code unchanged, without the database round trip). A SIGUSR2 with
 // <dir>/command.json present runs that command instead of starting or stopping a run: `storeCalls`
 // makes `calls` sequential checkProcessedAndRecord calls of one new value each (then removeProcessed of
 // the same values) on a row the bench prepared, through n8n's own DataDeduplicationService, and
@@ -76,6 +78,7 @@ if (dir) {
 			label,
 			gc: {},
 			store: {},
+			storeOff: fs.existsSync(path.join(dir, 'store-off')),
 			externalMemoryGcs: 0,
 			cpu: process.cpuUsage(),
 			started: performance.now(),
@@ -101,9 +104,10 @@ if (dir) {
 	}
 	async function stop() {
 		const { label, gc, externalMemoryGcs } = run;
-		const store = Object.fromEntries(
-			storeMethods.map((method) => [method, timings(run.store[method])]),
-		);
+		const store = {
+			...Object.fromEntries(storeMethods.map((method) => [method, timings(run.store[method])])),
+			answeredInPlace: run.store.answeredInPlace ?? 0,
+		};
 		const cpu = process.cpuUsage(run.cpu);
 		const wallMs = performance.now() - run.started;
 		run = undefined;
@@ -137,6 +141,11 @@ if (dir) {
 		for (const method of storeMethods) {
 			const original = proto[method];
 			proto[method] = async function (...args) {
+				// `store-off` (read when a run starts): answered in place, as if every value were new.
+				if (run?.storeOff) {
+					run.store.answeredInPlace = (run.store.answeredInPlace ?? 0) + 1;
+					return method === 'checkProcessedAndRecord' ? { new: args[0], processed: [] } : undefined;
+				}
 				const started = performance.now();
 				try {
 					return await original.apply(this, args);

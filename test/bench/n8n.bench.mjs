@@ -444,6 +444,12 @@ export function runProfiler(profDir, gcOnly = false) {
 		gc: (label) => JSON.parse(fs.readFileSync(path.join(dir, `${label}.json`), 'utf8')).gc,
 		/** Everything the profiler wrote for a run or a command (its <label>.json). */
 		stats: (label) => JSON.parse(fs.readFileSync(path.join(dir, `${label}.json`), 'utf8')),
+		/** From the next run on, n8n's deduplication store answers in place (every value new) or not. */
+		storeOff(off) {
+			const flag = path.join(dir, 'store-off');
+			if (off) fs.writeFileSync(flag, '');
+			else fs.rmSync(flag, { force: true });
+		},
 		/** Runs a command of the profiler inside n8n (n8n-profiler.cjs, `command.json`). */
 		async command(pid, label, order) {
 			fs.writeFileSync(path.join(dir, 'command.json'), JSON.stringify({ ...order, label }));
@@ -995,7 +1001,7 @@ export async function benchN8n(
 				runs: runs ?? (quick ? 1 : 3),
 				sessions: durable.sessions ?? (quick ? 1 : 2),
 				base: durable.base ?? '8a9ff14',
-				builds: durable.builds ?? ['with', 'without', 'stubbed'],
+				builds: durable.builds ?? ['with', 'without'],
 				rawCalls: durable.rawCalls ?? 100,
 				rawFills: durable.rawFills ?? [0, 1_000, 10_000],
 			})),
