@@ -11,6 +11,15 @@
 // Every run starts with a full collection, before its CPU is counted: otherwise the garbage the previous
 // run left, and the heap limit V8 set from its allocation rate, fall on the next build's CPU
 // (BENCH_N8N_NO_COLLECT=1 to leave the heap as it is).
+// n8n's deduplication store (the durable record of paid sends, generate/durable.ts) is timed in every
+// run: each call of DeduplicationHelper's checkProcessedAndRecord / removeProcessed, its wall time from
+// call to answer (the row read, the JSON, the SQLite write), in <label>.json as `store`; with a file
+// <dir>/store-off present when a run starts, the store answers in place instead (every value new, nothing
+// read or written: the node's code unchanged, without the database round trip). A SIGUSR2 with
+// <dir>/command.json present runs that command instead of starting or stopping a run: `storeCalls`
+// makes `calls` sequential checkProcessedAndRecord calls of one new value each (then removeProcessed of
+// the same values) on a row the bench prepared, through n8n's own DataDeduplicationService, and
+// writes <label>.json (each call's wall time, the process's CPU) and <label>.done.
 // CommonJS: it runs before n8n loads.
 'use strict';
 const fs = require('node:fs');
@@ -58,8 +67,23 @@ if (dir) {
 			collect();
 		}
 		if (!gcOnly) await startProfilers();
+<<<<<<< HEAD
 		if (process.env.BENCH_N8N_TRACE_GC) require('node:v8').setFlagsFromString('--trace-gc --trace-incremental-marking');
 		run = { label, gc: {}, externalMemoryGcs: 0, cpu: process.cpuUsage(), started: performance.now() };
+=======
+		if (process.env.BENCH_N8N_TRACE_GC)
+			require('node:v8').setFlagsFromString('--trace-gc --trace-incremental-marking');
+		timeStore();
+		run = {
+			label,
+			gc: {},
+			store: {},
+			storeOff: fs.existsSync(path.join(dir, 'store-off')),
+			externalMemoryGcs: 0,
+			cpu: process.cpuUsage(),
+			started: performance.now(),
+		};
+>>>>>>> bench
 		observer.observe({ entryTypes: ['gc'] });
 		fs.writeFileSync(path.join(dir, `${label}.started`), '');
 	}
@@ -81,6 +105,10 @@ if (dir) {
 	}
 	async function stop() {
 		const { label, gc, externalMemoryGcs } = run;
+		const store = {
+			...Object.fromEntries(storeMethods.map((method) => [method, timings(run.store[method])])),
+			answeredInPlace: run.store.answeredInPlace ?? 0,
+		};
 		const cpu = process.cpuUsage(run.cpu);
 		const wallMs = performance.now() - run.started;
 		run = undefined;
@@ -93,11 +121,114 @@ if (dir) {
 			fs.writeFileSync(path.join(dir, `${label}.heapprofile`), JSON.stringify(heap));
 		}
 		const cpuMs = (cpu.user + cpu.system) / 1000;
+<<<<<<< HEAD
 		fs.writeFileSync(path.join(dir, `${label}.json`), JSON.stringify({ label, wallMs, cpuMs, gc, externalMemoryGcs }, null, 1));
+=======
+		fs.writeFileSync(
+			path.join(dir, `${label}.json`),
+			JSON.stringify({ label, wallMs, cpuMs, gc, externalMemoryGcs, store }, null, 1),
+		);
+>>>>>>> bench
 		fs.writeFileSync(path.join(dir, `${label}.done`), '');
+	}
+	// n8n's modules, once loaded (CommonJS: in require.cache under their paths).
+	const loaded = (suffix) =>
+		Object.entries(require.cache).find(([file]) => file.endsWith(suffix))?.[1]?.exports;
+	const storeMethods = ['checkProcessedAndRecord', 'removeProcessed'];
+	let timedStore = false;
+	function timeStore() {
+		if (timedStore) return;
+		const helper = loaded(path.join('n8n', 'dist', 'deduplication', 'deduplication-helper.js'));
+		const proto = helper?.DeduplicationHelper?.prototype;
+		if (!proto) return; // not loaded yet: tried again at the next run
+		timedStore = true;
+		for (const method of storeMethods) {
+			const original = proto[method];
+			proto[method] = async function (...args) {
+				// `store-off` (read when a run starts): answered in place, as if every value were new.
+				if (run?.storeOff) {
+					run.store.answeredInPlace = (run.store.answeredInPlace ?? 0) + 1;
+					return method === 'checkProcessedAndRecord' ? { new: args[0], processed: [] } : undefined;
+				}
+				const started = performance.now();
+				try {
+					return await original.apply(this, args);
+				} finally {
+					if (run) (run.store[method] ??= []).push(performance.now() - started);
+				}
+			};
+		}
+	}
+	const timings = (list = []) => {
+		const sorted = [...list].sort((a, b) => a - b);
+		const at = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+		return {
+			calls: sorted.length,
+			totalMs: sorted.reduce((sum, ms) => sum + ms, 0),
+			medianMs: at(0.5),
+			p90Ms: at(0.9),
+			maxMs: sorted.at(-1) ?? 0,
+		};
+	};
+	/** The raw cost of n8n's store: `calls` sequential calls on the row the bench prepared. */
+	async function storeCalls({ label, workflowId, nodeId, calls, maxEntries }) {
+		const service = Object.entries(require.cache)
+			.filter(([file]) =>
+				file.endsWith(path.join('n8n-core', 'dist', 'data-deduplication-service.js')),
+			)
+			.map(([, module]) => module.exports.DataDeduplicationService?.instance)
+			.find(Boolean);
+		if (!service) throw new Error("n8n's DataDeduplicationService is not initialised");
+		const context = { workflow: { id: workflowId }, node: { id: nodeId } };
+		const options = { mode: 'entries', maxEntries };
+		const values = Array.from({ length: calls }, (_, i) => `bench raw call ${label} ${i}`);
+		const measure = async (method) => {
+			const times = [];
+			const cpu = process.cpuUsage();
+			const started = performance.now();
+			for (const value of values) {
+				const callStarted = performance.now();
+				await service[method]([value], 'node', context, options);
+				times.push(performance.now() - callStarted);
+			}
+			const used = process.cpuUsage(cpu);
+			return {
+				...timings(times),
+				wallMs: performance.now() - started,
+				cpuMs: (used.user + used.system) / 1000,
+			};
+		};
+		if (!process.env.BENCH_N8N_NO_COLLECT) {
+			require('node:v8').setFlagsFromString('--expose-gc');
+			require('node:vm').runInNewContext('gc')();
+		}
+		const record = await measure('checkProcessedAndRecord');
+		const remove = await measure('removeProcessed');
+		fs.writeFileSync(
+			path.join(dir, `${label}.json`),
+			JSON.stringify({ label, record, remove }, null, 1),
+		);
+		fs.writeFileSync(path.join(dir, `${label}.done`), '');
+	}
+	async function command() {
+		const file = path.join(dir, 'command.json');
+		if (!fs.existsSync(file)) return false;
+		const order = JSON.parse(fs.readFileSync(file, 'utf8'));
+		fs.rmSync(file);
+		if (order.command === 'storeCalls') await storeCalls(order);
+		return true;
 	}
 	let busy = Promise.resolve();
 	process.on('SIGUSR2', () => {
+<<<<<<< HEAD
 		busy = busy.then(() => (run ? stop() : start())).catch((error) => process.stderr.write(`n8n-profiler: ${error.stack}\n`));
+=======
+		busy = busy
+			.then(async () => {
+				if (run) await stop();
+				else if (!(await command())) await start();
+			})
+			.catch((error) => process.stderr.write(`n8n-profiler: ${error.stack}\n`));
+>>>>>>> bench
 	});
 }

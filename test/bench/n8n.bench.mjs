@@ -86,7 +86,7 @@ export function watchRss(pid, everyMs = 100) {
 }
 
 /** Peak RSS of one process over a piece of work (see watchRss). */
-async function peakRss(pid, work) {
+export async function peakRss(pid, work) {
 	const watch = watchRss(pid, 50);
 	let peak;
 	try {
@@ -99,7 +99,7 @@ async function peakRss(pid, work) {
 }
 
 /** V8 heap in use of a running n8n, from its Prometheus endpoint (N8N_METRICS=true); NaN if unreadable. */
-async function heapUsed(n8nUrl) {
+export async function heapUsed(n8nUrl) {
 	try {
 		const text = (await call(`${n8nUrl}/metrics`)).text;
 		return Number(/^\w*nodejs_heap_size_used_bytes (\S+)$/m.exec(text)?.[1] ?? NaN);
@@ -146,7 +146,7 @@ function folderBytes(dir) {
  * batch's downloads overlap, and on a machine of few cores c files take longer than one: the ideal
  * at concurrency c is measured at c, not assumed to be one fetch.
  */
-async function bareFetchMs(baseUrl, apiKey, dir, parallel = 1, samples = 5) {
+export async function bareFetchMs(baseUrl, apiKey, dir, parallel = 1, samples = 5) {
 	const get = (url, headers, file) =>
 		new Promise((resolve, reject) => {
 			http
@@ -194,10 +194,10 @@ export function workflowOf(id, name, nodes) {
 	return { id, name, nodes: positioned, connections, settings: { executionOrder: 'v1' }, active: false };
 }
 
-const GENERATE = { model: 'nano-banana-2', ratio: '1:1', resolution: '2K', n: 1 };
+export const GENERATE = { model: 'nano-banana-2', ratio: '1:1', resolution: '2K', n: 1 };
 
 /** The batch as this package does it: Generate with concurrency c and the node's downloads. */
-function imagePackBatch(id, c) {
+export function imagePackBatch(id, c) {
 	return workflowOf(id, `bench: Image Pack Generate, c=${c}`, [
 		node('Webhook', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: id, responseMode: 'lastNode', responseData: 'noData', options: {} }, { webhookId: `${id}-hook` }),
 		node('Products', 'n8n-nodes-base.splitOut', 1, { fieldToSplitOut: 'body.items', include: 'noOtherFields', options: {} }),
@@ -219,7 +219,7 @@ function imagePackBatch(id, c) {
 }
 
 /** n8n's own floor for a batch: the same webhook and Split Out, then a No Op: no request, no file. */
-function floorBatch(id) {
+export function floorBatch(id) {
 	return workflowOf(id, 'bench: n8n floor (no requests)', [
 		node('Webhook', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: id, responseMode: 'lastNode', responseData: 'noData', options: {} }, { webhookId: `${id}-hook` }),
 		node('Products', 'n8n-nodes-base.splitOut', 1, { fieldToSplitOut: 'body.items', include: 'noOtherFields', options: {} }),
@@ -306,7 +306,7 @@ export function profiling(cpuProfDir) {
 }
 
 /** Environments merged, their NODE_OPTIONS joined. */
-function withNodeOptions(...envs) {
+export function withNodeOptions(...envs) {
 	const options = envs.map((e) => e.NODE_OPTIONS).filter(Boolean);
 	return Object.assign({}, ...envs, options.length ? { NODE_OPTIONS: options.join(' ') } : {});
 }
@@ -317,7 +317,7 @@ function withNodeOptions(...envs) {
  * Otherwise (`--n8n-gc-stats=<dir>` keeps its files) only the collections and the process's CPU,
  * without profiling: every batch run goes through it.
  */
-function runProfiler(profDir, gcOnly = false) {
+export function runProfiler(profDir, gcOnly = false) {
 	const dir = path.resolve(profDir);
 	fs.mkdirSync(dir, { recursive: true });
 	const signal = async (pid, label, marker) => {
@@ -332,6 +332,25 @@ function runProfiler(profDir, gcOnly = false) {
 		},
 		/** V8's collections over a run: { 'major (mark-compact)': { count, ms }, … }. */
 		gc: (label) => JSON.parse(fs.readFileSync(path.join(dir, `${label}.json`), 'utf8')).gc,
+		/** Everything the profiler wrote for a run or a command (its <label>.json). */
+		stats: (label) => JSON.parse(fs.readFileSync(path.join(dir, `${label}.json`), 'utf8')),
+		/** From the next run on, n8n's deduplication store answers in place (every value new) or not. */
+		storeOff(off) {
+			const flag = path.join(dir, 'store-off');
+			if (off) fs.writeFileSync(flag, '');
+			else fs.rmSync(flag, { force: true });
+		},
+		/** Runs a command of the profiler inside n8n (n8n-profiler.cjs, `command.json`). */
+		async command(pid, label, order) {
+			fs.writeFileSync(path.join(dir, 'command.json'), JSON.stringify({ ...order, label }));
+			process.kill(pid, 'SIGUSR2');
+			await waitFor(
+				`n8n's profiler (${label})`,
+				() => fs.existsSync(path.join(dir, `${label}.done`)),
+				300_000,
+			);
+			return JSON.parse(fs.readFileSync(path.join(dir, `${label}.json`), 'utf8'));
+		},
 		async around(label, pid, work) {
 			fs.writeFileSync(path.join(dir, 'next-label'), label);
 			await signal(pid, label, 'started');
@@ -358,7 +377,7 @@ const APPROACHES = [
 const wantedApproach = (key) => !process.env.BENCH_N8N_ONLY || process.env.BENCH_N8N_ONLY.split(',').includes(key);
 
 /** The 1-minute load average, to print beside a CPU figure taken on a shared machine. */
-const loadAverage = () => os.loadavg()[0];
+export const loadAverage = () => os.loadavg()[0];
 
 /**
  * Scheduled batch in a running n8n: N items × concurrency c × both approaches, interleaved so that
@@ -496,7 +515,7 @@ export async function benchN8nBatch(env, { endpoints, storage, sizes, concurrenc
 }
 
 /** n8n's CPU per item by thread (the task runner is the rest of the total). */
-const threadsPerItem = (threads, count) =>
+export const threadsPerItem = (threads, count) =>
 	`JavaScript thread ${(threads.main / count).toFixed(1)}, V8 workers ${(threads.v8 / count).toFixed(1)}, libuv workers ${(threads.libuv / count).toFixed(1)}, other ${(threads.other / count).toFixed(1)}`;
 
 /**
@@ -504,9 +523,9 @@ const threadsPerItem = (threads, count) =>
  * (`--n8n-runs`, default 3): one run of a small batch moves by a collection more or less (a full
  * collection of n8n's heap is 200-300 ms: 10-15 ms per item at N = 20).
  */
-const roundsFor = (count, runs) => Math.max(1, Math.min(runs, Math.ceil(1000 / count)));
+export const roundsFor = (count, runs) => Math.max(1, Math.min(runs, Math.ceil(1000 / count)));
 
-const median = (values) => {
+export const median = (values) => {
 	const sorted = [...values].sort((a, b) => a - b);
 	const middle = sorted.length >> 1;
 	return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
@@ -697,8 +716,52 @@ function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareC
  * Everything `--n8n` measures. Options: quick (N = 20, 100), sizes / latencyMs overrides
  * (`--n8n-sizes=20,100`, `--n8n-latency=500`).
  */
+<<<<<<< HEAD
 export async function benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts = ['batch', 'trigger', 'drain'], cpuProfDir, profDir, gcStatsDir, runs, drain = {} }) {
+=======
+export async function benchN8n(
+	env,
+	{
+		endpoints,
+		storage,
+		quick,
+		imageBytes,
+		sizes,
+		concurrencies,
+		latencyMs,
+		backlog,
+		triggerTimeoutMs,
+		parts = ['batch', 'trigger', 'drain'],
+		cpuProfDir,
+		profDir,
+		gcStatsDir,
+		runs,
+		drain = {},
+		durable = {},
+	},
+) {
+>>>>>>> bench
 	const figures = [];
+	if (parts.includes('durable')) {
+		const { benchN8nDurable } = await import('./durable.bench.mjs');
+		figures.push(
+			...(await benchN8nDurable(env, {
+				endpoints,
+				storage,
+				imageBytes,
+				sizes: sizes ?? [20, 100],
+				concurrencies: concurrencies ?? [1, 8],
+				latencyMs: latencyMs ?? 500,
+				gcStatsDir,
+				runs: runs ?? (quick ? 1 : 3),
+				sessions: durable.sessions ?? (quick ? 1 : 2),
+				base: durable.base ?? '8a9ff14',
+				builds: durable.builds ?? ['with', 'without'],
+				rawCalls: durable.rawCalls ?? 100,
+				rawFills: durable.rawFills ?? [0, 1_000, 10_000],
+			})),
+		);
+	}
 	if (parts.includes('drain')) {
 		const { benchN8nDrain } = await import('./drain.bench.mjs');
 		figures.push(
