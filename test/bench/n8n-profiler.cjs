@@ -67,10 +67,6 @@ if (dir) {
 			collect();
 		}
 		if (!gcOnly) await startProfilers();
-<<<<<<< HEAD
-		if (process.env.BENCH_N8N_TRACE_GC) require('node:v8').setFlagsFromString('--trace-gc --trace-incremental-marking');
-		run = { label, gc: {}, externalMemoryGcs: 0, cpu: process.cpuUsage(), started: performance.now() };
-=======
 		if (process.env.BENCH_N8N_TRACE_GC)
 			require('node:v8').setFlagsFromString('--trace-gc --trace-incremental-marking');
 		timeStore();
@@ -83,7 +79,6 @@ if (dir) {
 			cpu: process.cpuUsage(),
 			started: performance.now(),
 		};
->>>>>>> bench
 		observer.observe({ entryTypes: ['gc'] });
 		fs.writeFileSync(path.join(dir, `${label}.started`), '');
 	}
@@ -121,14 +116,10 @@ if (dir) {
 			fs.writeFileSync(path.join(dir, `${label}.heapprofile`), JSON.stringify(heap));
 		}
 		const cpuMs = (cpu.user + cpu.system) / 1000;
-<<<<<<< HEAD
-		fs.writeFileSync(path.join(dir, `${label}.json`), JSON.stringify({ label, wallMs, cpuMs, gc, externalMemoryGcs }, null, 1));
-=======
 		fs.writeFileSync(
 			path.join(dir, `${label}.json`),
 			JSON.stringify({ label, wallMs, cpuMs, gc, externalMemoryGcs, store }, null, 1),
 		);
->>>>>>> bench
 		fs.writeFileSync(path.join(dir, `${label}.done`), '');
 	}
 	// n8n's modules, once loaded (CommonJS: in require.cache under their paths).
@@ -220,15 +211,11 @@ if (dir) {
 	}
 	let busy = Promise.resolve();
 	process.on('SIGUSR2', () => {
-<<<<<<< HEAD
-		busy = busy.then(() => (run ? stop() : start())).catch((error) => process.stderr.write(`n8n-profiler: ${error.stack}\n`));
-=======
 		busy = busy
 			.then(async () => {
 				if (run) await stop();
 				else if (!(await command())) await start();
 			})
 			.catch((error) => process.stderr.write(`n8n-profiler: ${error.stack}\n`));
->>>>>>> bench
 	});
 }

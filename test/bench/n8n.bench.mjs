@@ -716,9 +716,6 @@ function batchFigures(results, { sizes, concurrencies, latencyMs, fetchMs, bareC
  * Everything `--n8n` measures. Options: quick (N = 20, 100), sizes / latencyMs overrides
  * (`--n8n-sizes=20,100`, `--n8n-latency=500`).
  */
-<<<<<<< HEAD
-export async function benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts = ['batch', 'trigger', 'drain'], cpuProfDir, profDir, gcStatsDir, runs, drain = {} }) {
-=======
 export async function benchN8n(
 	env,
 	{
@@ -740,7 +737,6 @@ export async function benchN8n(
 		durable = {},
 	},
 ) {
->>>>>>> bench
 	const figures = [];
 	if (parts.includes('durable')) {
 		const { benchN8nDurable } = await import('./durable.bench.mjs');
