@@ -9,5 +9,7 @@ module.exports = {
 		'^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.test.json', isolatedModules: true }],
 	},
 	testTimeout: 30000,
+	// Jest's default is one worker on two cores; the files wait on the emulator as much as they compute.
+	maxWorkers: '100%',
 	reporters: ['default', '<rootDir>/test/summary-reporter.js'],
 };

@@ -110,6 +110,9 @@ describe('MCP Server Trigger across an n8n restart (2.41.1, regular mode, offici
 		assert.equal(held?.prompt, HELD, 'the service holds the answer of the generation');
 		const [turn] = (await emulator.control.turns()).filter((t) => t.prompt === HELD);
 		assert.equal(turn?.charged, 12, 'the held generation ran and was charged');
+		// n8n answers a tool call before it saves the call's execution: wait for both saves, so that the
+		// kill below lands in the collecting call, not in the save of this one (a loaded machine saw it).
+		await n8n.finished(workflowId, (list) => list.filter((e) => e.mode === 'webhook' && e.status === 'success')[1], 'the second answered call');
 	});
 
 	it('killed while the client collects with the handle; restarted on the same folder and port', async (t) => {
