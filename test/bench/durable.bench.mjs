@@ -6,7 +6,7 @@
 // The batch is the n8n bench's (Webhook → Split Out → Generate with downloads, n8n.bench.mjs). Builds:
 // - `with`: the package now. The node's row in `processed_data` (workflow, context `n:<node id>`) is set
 //   before every run in n8n's own format (`{"mode":"entries","data":[base64 MD5, …]}`, what TypeORM's
-//   simple-json writes): `bound`, 10,000 entries (the node's `maxEntries`); `empty`, no row; `off`, the
+//   simple-json writes): `bound`, the node's bound for the batch (`durableBound(N)`); `empty`, no row; `off`, the
 //   row at the bound but n8n's store answering in place (n8n-profiler.cjs, `store-off`): the node's code
 //   unchanged without the database round trip, in the same n8n start as the other two, run by run.
 // - `without`: the package built from the commit before the record (`--n8n-durable-base=8a9ff14`,
@@ -39,6 +39,7 @@ import {
 	runCommand,
 	startN8n,
 } from '../e2e/n8n.mjs';
+import { DURABLE_LIMITS, durableBound } from '../../nodes/ImagePack/actions/image/generate/durable.ts';
 import { figure } from './figures.ts';
 import {
 	CREDENTIAL,
@@ -60,8 +61,8 @@ import {
 	withNodeOptions,
 } from './n8n.bench.mjs';
 
-/** The node's bound (DURABLE_LIMITS.maxEntries in generate/durable.ts). */
-const MAX_ENTRIES = 10_000;
+/** The bound of the node's row for a batch of N (generate/durable.ts). */
+const boundFor = (count) => durableBound(count);
 /** Generate's node id in the bench's batch workflow (`node('Generate images', …)`). */
 const NODE_ID = 'generate-images';
 const RAW_NODE_ID = 'bench-raw-calls';
@@ -320,7 +321,7 @@ export async function benchN8nDurable(
 	await importWorkflow(user.dir, workflows);
 	for (const workflow of workflows) await publishWorkflow(user.dir, workflow.id);
 
-	const filler = fillerValues(MAX_ENTRIES);
+	const fillers = new Map(sizes.map((count) => [count, fillerValues(boundFor(count))]));
 	const context = `n:${NODE_ID}`;
 	const products = (count) =>
 		Array.from({ length: count }, (_, i) => ({
@@ -390,7 +391,7 @@ export async function benchN8nDurable(
 								await writeRow(user.dir, {
 									workflowId,
 									context,
-									value: state === 'empty' ? null : { mode: 'entries', data: filler },
+									value: state === 'empty' ? null : { mode: 'entries', data: fillers.get(count) },
 								});
 								profiler.storeOff(state === 'off');
 								const label = `durable-s${session + 1}-${key}-n${count}-c${c}-run${round + 1}`;
@@ -412,9 +413,9 @@ export async function benchN8nDurable(
 								const row = await readRow(user.dir, workflowId, context);
 								const expected =
 									build !== 'with' || key === 'off'
-										? { entries: MAX_ENTRIES, first: filler[0] }
+										? { entries: boundFor(count), first: fillers.get(count)[0] }
 										: key === 'bound'
-											? { entries: MAX_ENTRIES, first: filler[count] }
+											? { entries: boundFor(count), first: fillers.get(count)[count] }
 											: { entries: count };
 								if (
 									row.entries !== expected.entries ||
@@ -457,7 +458,7 @@ export async function benchN8nDurable(
 						workflowId: FLOOR,
 						nodeId: RAW_NODE_ID,
 						calls: rawCalls,
-						maxEntries: MAX_ENTRIES,
+						maxEntries: Math.max(fill, rawCalls),
 					});
 					const threadsAfter = threadCpuMs(pid);
 					const mainMs = threadsAfter.main - threadsBefore.main;
@@ -543,7 +544,7 @@ export function durableFigures(
 	const mib = (imageBytes / 2 ** 20).toFixed(0);
 	const group = `N8N-3. The durable record of each paid send in a real n8n 2.41.1 (SQLite): the batch (Generate + download of ${mib} MiB images, latency ${latencyMs} ms), the package now (${head}) with its row at the bound, empty, or n8n's store answered in place, vs the package before the record (${base})`;
 	const note =
-		`Durable record: one batch workflow and n8n user folder. The package now runs with its processed_data row at its bound (${MAX_ENTRIES.toLocaleString('en-US')} entries before the run, written in n8n's format; after it n8n has appended the N sends and dropped the N oldest, checked), with no row ("empty"), and with n8n's store answering in place ("in place": the same code without the database round trip), run by run in the same n8n start. ` +
+		`Durable record: one batch workflow and n8n user folder. The package now runs with its processed_data row at its bound (${DURABLE_LIMITS.keptEntries.toLocaleString('en-US')} + ${DURABLE_LIMITS.valuesPerItem} × N entries before the run, written in n8n's format; after it n8n has appended the N sends and dropped the N oldest, checked), with no row ("empty"), and with n8n's store answering in place ("in place": the same code without the database round trip), run by run in the same n8n start. ` +
 		`The package built from ${base} (the commit before the record; everything since is missing from it too) runs in its own n8n starts; the builds take turns over ${sessions} starts. ` +
 		'Wall and CPU are medians over every run of a cell; "paired" = the median of at-bound ÷ in-place ratios of runs made one after the other. Ideal = n8n\'s floor (webhook → Split Out → No Op) + ceil(N / c) × (latency + a bare client\'s fetch of c images at once). ' +
 		"CPU = the n8n process and its task runner; load = the lowest and highest 1-minute load average around the cell's runs. Store = each checkProcessedAndRecord / removeProcessed call timed inside n8n, call to answer.";
@@ -647,7 +648,7 @@ export function durableFigures(
 						note,
 					}),
 					wallFigure(
-						`record at its bound (${MAX_ENTRIES.toLocaleString('en-US')} entries)`,
+						`record at its bound (${boundFor(count).toLocaleString('en-US')} entries)`,
 						bound,
 						before,
 						'without',
@@ -727,7 +728,7 @@ export function durableFigures(
 				ideal: smallest.record,
 				unit: 'ms',
 				target: '—',
-				note: "Store calls: n8n's own DataDeduplicationService (DeduplicationHelper over TypeORM and SQLite) called from inside the running n8n (n8n-profiler.cjs, `storeCalls`) with the options Generate uses (scope node, mode entries, maxEntries 10,000); each call reads the row, parses it, adds the value, drops the oldest past the bound and writes the row back.",
+				note: "Store calls: n8n's own DataDeduplicationService (DeduplicationHelper over TypeORM and SQLite) called from inside the running n8n (n8n-profiler.cjs, `storeCalls`) with the options Generate uses (scope node, mode entries, maxEntries the row's size or the calls made); each call reads the row, parses it, adds the value, drops the oldest past the bound and writes the row back.",
 			}),
 		);
 	}

@@ -8,6 +8,10 @@
 import type { IDataObject, INodeExecutionData, INodeParameters, INodeType } from 'n8n-workflow';
 
 import { ImagePack } from '../../../nodes/ImagePack/ImagePack.node';
+import {
+	DURABLE_LIMITS,
+	durableBound,
+} from '../../../nodes/ImagePack/actions/image/generate/durable';
 import { deduplicationStandIn, recordedCount, storeCalls } from '../../harness/deduplication';
 import { useEmulator } from '../../harness/emulator';
 import {
@@ -204,6 +208,18 @@ describe('the record', () => {
 			),
 		);
 		expect(recordedCount('race', 'n')).toBeLessThan(8);
+	});
+
+	it('is bounded: a run keeps the newest records from before it and every one of its own', async () => {
+		const context = { workflow: { id: 'test-workflow' }, node: { id: 'node-under-test' } } as never;
+		const older = Array.from({ length: 2_500 }, (_unused, index) => `older ${index}`);
+		await deduplicationStandIn.checkProcessedAndRecord(older, 'node', context, { mode: 'entries' });
+		const killed = await killedAtProductFive();
+		expect(recordedCount()).toBe(durableBound(4));
+		expect(durableBound(4)).toBe(DURABLE_LIMITS.keptEntries + 4 * DURABLE_LIMITS.valuesPerItem);
+		const retry = await retryAfterKill(killed, { runs: [items()] });
+		expect(codes(retry)).toEqual(Array(4).fill('interrupted_send'));
+		expect(await requestsPer()).toEqual(Array(8).fill(1));
 	});
 
 	it('cannot be written: nothing is sent, the item fails as not_sent (a busy database is tried once more)', async () => {

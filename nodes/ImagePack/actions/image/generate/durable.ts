@@ -17,18 +17,29 @@
  *
  * The store has no lock and reads and rewrites one row per scope on each call: the calls of one
  * process are put in one line per node (`inTurn`); two processes (queue-mode workers) writing the
- * same node's row in the same instant can still lose a record. Bounded: the newest `maxEntries`
- * values are kept, older ones fall out.
+ * same node's row in the same instant can still lose a record. Bounded (`durableBound`): each write
+ * keeps the newest `keptEntries` values plus room for every value of the writing run, so a run never
+ * pushes out its own records; older ones fall out. Each call reads and rewrites the whole row, so its
+ * cost grows with the bound (docs/performance.md).
  */
 import type { IExecuteFunctions } from 'n8n-workflow';
 
-export const DURABLE_LIMITS = { maxEntries: 10_000 };
+/** The newest values kept from before a run, and the most one item writes (send, key, resent). */
+export const DURABLE_LIMITS = { keptEntries: 2_000, valuesPerItem: 3 };
+
+/** The row's bound for a run of `items` items: the newest records before it, and all of its own. */
+export function durableBound(items: number): number {
+	return DURABLE_LIMITS.keptEntries + DURABLE_LIMITS.valuesPerItem * items;
+}
 
 /** How long a tool call's record answers a repeat: the hold window of a collected answer. */
 export const TOOL_WINDOW_MS = 60 * 60_000;
 
 const SCOPE = 'node';
-const OPTIONS = { mode: 'entries', maxEntries: DURABLE_LIMITS.maxEntries } as const;
+interface StoreOptions {
+	mode: 'entries';
+	maxEntries: number;
+}
 
 /** The run as the durable record knows it: shared by a retry (2.x) or a queue re-run (1.x). */
 export function runName(ctx: IExecuteFunctions): string {
@@ -94,9 +105,9 @@ interface DeduplicationHelpers {
 	checkProcessedAndRecord(
 		values: string[],
 		scope: typeof SCOPE,
-		options: typeof OPTIONS,
+		options: StoreOptions,
 	): Promise<{ new: string[]; processed: string[] }>;
-	removeProcessed(values: string[], scope: typeof SCOPE, options: typeof OPTIONS): Promise<void>;
+	removeProcessed(values: string[], scope: typeof SCOPE, options: StoreOptions): Promise<void>;
 }
 
 // One line per node in this process: n8n's store reads and rewrites the node's row unlocked.
@@ -130,10 +141,12 @@ export interface Claim {
 export class DurableRecord {
 	private readonly helpers: Partial<DeduplicationHelpers>;
 	private readonly line: string;
+	private readonly options: StoreOptions;
 
 	constructor(ctx: IExecuteFunctions) {
 		this.helpers = ctx.helpers as unknown as Partial<DeduplicationHelpers>;
 		this.line = `${ctx.getWorkflow().id ?? ''} ${ctx.getNode().id}`;
+		this.options = { mode: 'entries', maxEntries: durableBound(ctx.getInputData().length) };
 	}
 
 	/**
@@ -150,7 +163,7 @@ export class DurableRecord {
 		const write = async () =>
 			await inTurn(
 				this.line,
-				async () => await helpers.checkProcessedAndRecord!(all, SCOPE, OPTIONS),
+				async () => await helpers.checkProcessedAndRecord!(all, SCOPE, this.options),
 			);
 		const result = await write()
 			.catch(write)
@@ -186,7 +199,7 @@ export class DurableRecord {
 		const helpers = this.helpers;
 		await inTurn(
 			this.line,
-			async () => await helpers.removeProcessed!(values, SCOPE, OPTIONS),
+			async () => await helpers.removeProcessed!(values, SCOPE, this.options),
 		).catch(() => {
 			// Left recorded: a later retry reports the item uncertain instead of sending it. Safe.
 		});
