@@ -5,9 +5,8 @@
  * survives n8n being killed (durable.ts) and then made (execute.ts: reserve → send → settle). A
  * replay or a join costs nothing and reserves nothing.
  *
- * Who asks is the account behind the key: every record carries the key's fingerprint, and a record
- * made under another key is returned only once the API confirms that key's account is this one (its
- * file answers this key with a signed link, `proveOwnership`); otherwise it is reported uncertain.
+ * Who asks is the account behind the key: every record carries the key's fingerprint; one made under
+ * another key is returned only once its file answers this key (`proveOwnership`), else it is uncertain.
  *
  * - Earlier tries of this execution (`answerFor`): n8n's Retry On Fail runs the node again with the
  *   same input items and tells it nothing; Executions → Retry starts a new execution from a copy of
@@ -16,10 +15,9 @@
  *   data, by run index and item, with a digest of what was asked (changed parameters, or another
  *   Accept Language, are a new generation), the key's fingerprint and the execution it happened in.
  *   That record decides first; the durable record decides for an item it does not hold (n8n stopped
- *   before the node could finish, so nothing was saved) and for what another execution's record
- *   would send again (`consultFor`).
- * - Generations this n8n process holds for tool callers (`heldAnswer`, held.ts): a tool call with an
- *   answer bound joins the generation held for the same node, key and request, or starts it.
+ *   before the node finished) and for what another execution's record would send again (`consultFor`).
+ * - Generations this process holds for tool callers (`heldAnswer`, held.ts): a tool call with an answer
+ *   bound joins the one held for the same node, key and request, or starts it.
  *
  * Both keep one vocabulary, and one rule sorts a failure (`failureOutcome`):
  * - generated: returned again, never sent again;
