@@ -6,7 +6,7 @@
 // The batch is the n8n bench's (Webhook → Split Out → Generate with downloads, n8n.bench.mjs). Builds:
 // - `with`: the package now. The node's row in `processed_data` (workflow, context `n:<node id>`) is set
 //   before every run in n8n's own format (`{"mode":"entries","data":[base64 MD5, …]}`, what TypeORM's
-//   simple-json writes): `bound`, the node's bound for the batch (`durableBound(N)`); `empty`, no row; `off`, the
+//   simple-json writes): `bound`, the node's row at its cap (`RECORD_LIMITS.sends`); `empty`, no row; `off`, the
 //   row at the bound but n8n's store answering in place (n8n-profiler.cjs, `store-off`): the node's code
 //   unchanged without the database round trip, in the same n8n start as the other two, run by run.
 // - `without`: the package built from the commit before the record (`--n8n-durable-base=8a9ff14`,
@@ -39,7 +39,7 @@ import {
 	runCommand,
 	startN8n,
 } from '../e2e/n8n.mjs';
-import { DURABLE_LIMITS, durableBound } from '../../nodes/ImagePack/actions/image/generate/durable.ts';
+import { RECORD_LIMITS } from '../../nodes/ImagePack/actions/image/generate/durable.ts';
 import { figure } from './figures.ts';
 import {
 	CREDENTIAL,
@@ -61,8 +61,8 @@ import {
 	withNodeOptions,
 } from './n8n.bench.mjs';
 
-/** The bound of the node's row for a batch of N (generate/durable.ts). */
-const boundFor = (count) => durableBound(count);
+/** The cap of the node's row, whatever the batch (generate/durable.ts). */
+const boundFor = () => RECORD_LIMITS.sends;
 /** Generate's node id in the bench's batch workflow (`node('Generate images', …)`). */
 const NODE_ID = 'generate-images';
 const RAW_NODE_ID = 'bench-raw-calls';
@@ -544,7 +544,7 @@ export function durableFigures(
 	const mib = (imageBytes / 2 ** 20).toFixed(0);
 	const group = `N8N-3. The durable record of each paid send in a real n8n 2.41.1 (SQLite): the batch (Generate + download of ${mib} MiB images, latency ${latencyMs} ms), the package now (${head}) with its row at the bound, empty, or n8n's store answered in place, vs the package before the record (${base})`;
 	const note =
-		`Durable record: one batch workflow and n8n user folder. The package now runs with its processed_data row at its bound (${DURABLE_LIMITS.keptEntries.toLocaleString('en-US')} + ${DURABLE_LIMITS.valuesPerItem} × N entries before the run, written in n8n's format; after it n8n has appended the N sends and dropped the N oldest, checked), with no row ("empty"), and with n8n's store answering in place ("in place": the same code without the database round trip), run by run in the same n8n start. ` +
+		`Durable record: one batch workflow and n8n user folder. The package now runs with its processed_data row at its bound (${RECORD_LIMITS.sends.toLocaleString('en-US')} entries before the run, written in n8n's format; after it n8n has appended the N sends and dropped the N oldest, checked), with no row ("empty"), and with n8n's store answering in place ("in place": the same code without the database round trip), run by run in the same n8n start. ` +
 		`The package built from ${base} (the commit before the record; everything since is missing from it too) runs in its own n8n starts; the builds take turns over ${sessions} starts. ` +
 		'Wall and CPU are medians over every run of a cell; "paired" = the median of at-bound ÷ in-place ratios of runs made one after the other. Ideal = n8n\'s floor (webhook → Split Out → No Op) + ceil(N / c) × (latency + a bare client\'s fetch of c images at once). ' +
 		"CPU = the n8n process and its task runner; load = the lowest and highest 1-minute load average around the cell's runs. Store = each checkProcessedAndRecord / removeProcessed call timed inside n8n, call to answer.";

@@ -8,10 +8,7 @@
 import type { IDataObject, INodeExecutionData, INodeParameters, INodeType } from 'n8n-workflow';
 
 import { ImagePack } from '../../../nodes/ImagePack/ImagePack.node';
-import {
-	DURABLE_LIMITS,
-	durableBound,
-} from '../../../nodes/ImagePack/actions/image/generate/durable';
+import { RECORD_LIMITS } from '../../../nodes/ImagePack/actions/image/generate/durable';
 import { deduplicationStandIn, recordedCount, storeCalls } from '../../harness/deduplication';
 import { useEmulator } from '../../harness/emulator';
 import {
@@ -210,13 +207,16 @@ describe('the record', () => {
 		expect(recordedCount('race', 'n')).toBeLessThan(8);
 	});
 
-	it('is bounded: a run keeps the newest records from before it and every one of its own', async () => {
+	it("has a hard cap: a full row drops its oldest records, never the run's own, and says it is full", async () => {
 		const context = { workflow: { id: 'test-workflow' }, node: { id: 'node-under-test' } } as never;
-		const older = Array.from({ length: 2_500 }, (_unused, index) => `older ${index}`);
+		const older = Array.from({ length: RECORD_LIMITS.sends }, (_unused, index) => `older ${index}`);
 		await deduplicationStandIn.checkProcessedAndRecord(older, 'node', context, { mode: 'entries' });
+		const full = await runInEngine(engine({ runs: [items(['while full'])] }));
+		expect(JSON.stringify(full.run.data.resultData.runData)).toMatch(
+			/record of paid sends is full/,
+		);
 		const killed = await killedAtProductFive();
-		expect(recordedCount()).toBe(durableBound(4));
-		expect(durableBound(4)).toBe(DURABLE_LIMITS.keptEntries + 4 * DURABLE_LIMITS.valuesPerItem);
+		expect(recordedCount()).toBe(RECORD_LIMITS.sends);
 		const retry = await retryAfterKill(killed, { runs: [items()] });
 		expect(codes(retry)).toEqual(Array(4).fill('interrupted_send'));
 		expect(await requestsPer()).toEqual(Array(8).fill(1));
@@ -346,7 +346,7 @@ describe('a tool call repeated after n8n restarted', () => {
 		// n8n restarted: the held generation is gone, the record is not.
 		const repeat = await call(await freshProcess(), 'tool: lamp');
 		expect((repeat as Error).message).toMatch(
-			/Not sent again: the same call sent this generation within the last hour and this n8n process does not hold it .+Error code: interrupted_send/,
+			/Not sent again: the same call sent this generation within the last 1 to 2 hours and this n8n process does not hold it .+Error code: interrupted_send/,
 		);
 		expect(await requestsPer(['tool: lamp'])).toEqual([1]);
 

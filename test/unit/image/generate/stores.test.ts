@@ -1,6 +1,5 @@
 /**
- * Replay's two stores alone: the records of one run in the execution's context data (RunMemory, the
- * request digest), and the generations this process holds for tool callers (PendingGenerations: one
+ * The two memories alone: the records of one run in the execution's context data (RunMemory), and the generations this process holds for tool callers (PendingGenerations: one
  * request per intent, handed out once, uncertain failures kept for retries, TTLs and the entry cap).
  */
 import { HOUR_MS } from '../../../../nodes/ImagePack/actions/image/generate/credits';
@@ -10,8 +9,6 @@ import {
 	PENDING_LIMITS,
 	PendingGenerations,
 	RunMemory,
-	generationKey,
-	requestDigest,
 } from '../../../../nodes/ImagePack/actions/image/generate/stores';
 
 /** A promise settled from outside, and how many times the work was started. */
@@ -31,17 +28,6 @@ const uncertain = <A>(error: unknown): Outcome<A, unknown> =>
 	(error as { uncertain?: boolean }).uncertain === true
 		? { kind: 'uncertain', failure: error }
 		: { kind: 'refused', failure: error };
-
-describe('generationKey', () => {
-	it('depends on the node, the key fingerprint and the body (any key order)', () => {
-		const key = generationKey('wf node', 'f1', { prompt: 'p', n: 1 });
-		expect(key).toMatch(/^[0-9a-f]{16}$/);
-		expect(generationKey('wf node', 'f1', { n: 1, prompt: 'p' })).toBe(key);
-		expect(generationKey('wf other-node', 'f1', { prompt: 'p', n: 1 })).not.toBe(key);
-		expect(generationKey('wf node', 'f2', { prompt: 'p', n: 1 })).not.toBe(key);
-		expect(generationKey('wf node', 'f1', { prompt: 'q', n: 1 })).not.toBe(key);
-	});
-});
 
 describe('PendingGenerations', () => {
 	let now = 0;
@@ -150,22 +136,6 @@ describe('PendingGenerations when full', () => {
 
 const answer = { body: { ok: true, turn_id: 't_1' }, status: 200, requestId: 'req_1' };
 
-describe('requestDigest', () => {
-	const body = { prompt: 'a mug', model: 'auto', ratio: '3:4', n: 1, purpose_id: 'free' };
-
-	it('depends on what was asked and the asker, not on key order', () => {
-		const reordered = { n: 1, purpose_id: 'free', ratio: '3:4', model: 'auto', prompt: 'a mug' };
-		expect(requestDigest(reordered, 'c1')).toBe(requestDigest(body, 'c1'));
-		expect(requestDigest({ ...body, prompt: 'a cup' }, 'c1')).not.toBe(requestDigest(body, 'c1'));
-		expect(requestDigest({ ...body, n: 2 }, 'c1')).not.toBe(requestDigest(body, 'c1'));
-		expect(requestDigest(body, 'c2')).not.toBe(requestDigest(body, 'c1'));
-		expect(requestDigest({ ...body, ref_image_ids: ['a', 'b'] })).not.toBe(
-			requestDigest({ ...body, ref_image_ids: ['b', 'a'] }),
-		);
-		expect(requestDigest(body, 'c1')).toMatch(/^[0-9a-f]{16}$/);
-	});
-});
-
 describe('RunMemory', () => {
 	it('keeps records per run and item in the store, and tells runs apart', () => {
 		const store: Record<string, unknown> = {};
@@ -184,6 +154,38 @@ describe('RunMemory', () => {
 		const copy = JSON.parse(JSON.stringify(store)) as Record<string, unknown>;
 		expect(new RunMemory(copy, 0, 'e2').recall(1)?.executionId).toBe('e1');
 		expect(Object.keys(store)).toEqual([MEMORY_KEY]);
+	});
+
+	it("counts identical asks across the node's runs: a try of a run counts from where it started", () => {
+		const store: Record<string, unknown> = {};
+		const first = new RunMemory(store, 0, 'e1');
+		expect(first.askedBefore()).toEqual({});
+		first.asked({}, { d1: 2 });
+		// Retry On Fail (same run index): from where run 0 started; the next run: after it.
+		expect(new RunMemory(store, 0, 'e1').askedBefore()).toEqual({});
+		const second = new RunMemory(store, 1, 'e1');
+		expect(second.askedBefore()).toEqual({ d1: 2 });
+		second.asked({ d1: 2 }, { d1: 3 });
+		// A loop re-run under a shifted run index after a crash (n8n's recovery) counts on too.
+		expect(new RunMemory(store, 5, 'e1').askedBefore()).toEqual({ d1: 3 });
+	});
+
+	it("finds an earlier run's uncertain record of the same ask in this execution only", () => {
+		const store: Record<string, unknown> = {};
+		const failure = {
+			code: 'timeout' as const,
+			charge: 'may_have_been_charged' as const,
+			reason: 'x',
+		};
+		new RunMemory(store, 0, 'e1').remember(
+			0,
+			{ digest: 'd1', fingerprint: 'f' },
+			{ kind: 'uncertain', failure },
+		);
+		expect(new RunMemory(store, 1, 'e1').earlierUncertain('d1')?.kind).toBe('uncertain');
+		expect(new RunMemory(store, 1, 'e1').earlierUncertain('d2')).toBeUndefined();
+		expect(new RunMemory(store, 0, 'e1').earlierUncertain('d1')).toBeUndefined(); // its own run
+		expect(new RunMemory(store, 1, 'e2').earlierUncertain('d1')).toBeUndefined();
 	});
 
 	it('forgets earlier runs, never the current or later ones', () => {

@@ -18,7 +18,7 @@ import {
 	describePrice,
 } from '../../../shared/catalog';
 import { maxFileSizeOption } from '../../fileSize';
-import { DURABLE_LIMITS } from './durable';
+import { RECORD_LIMITS } from './durable';
 
 const GPT_MODELS = MODELS.filter((model) => model.usesQuality).map((model) => model.id);
 
@@ -85,7 +85,7 @@ export const generateOptions: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		placeholder: '={{ $json.sku }}-{{ $today.toISODate() }}',
-		description: `A key for this item’s generation, such as the product and the day. A key this node already sent is never sent again, by any execution (new, retried or after n8n stopped), until Clear Idempotency Key is used; the item then fails with code idempotency_key_used, charge not_sent. Kept in n8n’s database with the node’s newest ${DURABLE_LIMITS.keptEntries.toLocaleString('en-US')} records and those of the batch that writes; empty = no key.`,
+		description: `A key for this item’s generation, such as the product and the day. A key this node already sent is never sent again, by any execution (new, retried or after n8n stopped), until Clear Idempotency Key is used; the item then fails with code idempotency_key_used, charge not_sent. Kept in n8n’s database with the workflow’s newest ${RECORD_LIMITS.keys.toLocaleString('en-US')} keys, whatever else the node records; empty = no key.`,
 	},
 	{
 		displayName: 'Image Links',

@@ -1,31 +1,53 @@
 /**
- * Generate's run: plan → replay or join a held generation, else record → reserve → send → settle →
- * output. Every item is planned (read and checked) before the first request, so a bad row in a
- * batch costs nothing; items then run with bounded concurrency on the item loop, output in input
- * order. Can an item be charged twice? Only `send` spends, and only when replay.ts finds nothing that
- * was or may have been paid for (a replay or a join reserves nothing) and the send is recorded where
- * it survives n8n being killed (durable.ts); the transport itself resends a generation only after
- * `429` or a connection refused before anything left.
+ * Generate's run. Every item is planned (read and checked) before the first request, so a bad row in
+ * a batch costs nothing, and its identity is made once (identity.ts); items then run with bounded
+ * concurrency on the item loop, output in input order. One item, top to bottom (`paidAnswer`):
+ *
+ *   recall → claim → verdict → reserve → send → settle
+ *
+ * The verdict (verdict.ts) says, from what the execution remembers of the item and what the durable
+ * record held before its claim, whether it is sent, returned again, or not sent; `settle` keeps the
+ * outcome in the memory, the durable record and the credit caps, in one place. Only a send spends,
+ * and only once its claim is written where it survives n8n being killed (durable.ts); the transport
+ * resends a generation only after `429` or a connection refused before anything left.
  */
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
-import { errorFacts, mayHaveBeenCharged } from '../../../shared/errors';
+import { errorFacts, errorMessage, imagePackError } from '../../../shared/errors';
+import { type Connection, generate, getConnection, proveOwnership } from '../../../transport';
 import { addHints, asNodeError, eachItem } from '../../items';
-import { runsAsTool } from '../../tool';
-import { type Connection, generate, getConnection } from '../../../transport';
+import { contextData, isToolExecution, runsAsTool } from '../../tool';
 import { reserveCredits } from './credits';
-import { DurableRecord, keyValue, runName, sendValues } from './durable';
+import { type Claimed, DurableRecord, RECORD_LIMITS, type Settled } from './durable';
+import { type Paid, heldAnswer } from './held';
+import {
+	type Ask,
+	type ItemIdentity,
+	againValue,
+	digestOf,
+	identify,
+	occurrences,
+	runName,
+	toolWindows,
+} from './identity';
 import {
 	type Answered,
 	type Finish,
 	type GenerateResponse,
+	type Generated,
 	chargedCredits,
 	outputOf,
 } from './output';
 import { type ItemPlan, type ItemRun, planItem } from './plan';
-import { heldAnswer } from './held';
-import { answerFor, itemDigest, openMemory, runIndexOf } from './replay';
-import { type RunMemory, requestDigest } from './stores';
+import { type Memo, type Outcome, RunMemory, type StoredFailure } from './stores';
+import {
+	type Claim,
+	type Facts,
+	type Recorded,
+	failureKind,
+	notSentError,
+	verdict,
+} from './verdict';
 
 /** What every item of one node run shares. */
 interface Run {
@@ -34,70 +56,313 @@ interface Run {
 	asTool: boolean;
 	memory: RunMemory;
 	durable: DurableRecord;
-	/** What the durable record calls this run (durable.ts `runName`), and the node's run index. */
-	run: string;
-	runIndex: number;
-	/** Per item: how many earlier items of the run ask exactly the same. */
-	occurrence: number[];
+	/** AI Agent 2.x runs each call in a context of its own, with no run to name. */
+	ownContext: boolean;
 	/** Items answered from the memory instead of being sent. */
 	replayed: number[];
+	/** Claims written by this run (a full record is reported only by a run that wrote to it). */
+	claims: number;
 }
 
-/** Reserve → send → settle: the one place a generation is sent and its credits counted. */
-async function send({ ctx, connection, itemIndex, plan: { request, options } }: ItemRun) {
-	const estimate = request.creditsEstimated;
-	const settle = reserveCredits(ctx, itemIndex, estimate, options);
+/** The item as the sequence sees it: its run, plan, identity and what the memory recognises. */
+interface Item extends ItemRun {
+	identity: ItemIdentity;
+	memo?: Memo;
+	/**
+	 * How its send is recorded (verdict.ts `Facts`): as a send of the run (a retry of the execution
+	 * finds it), or, for a call with no run to name (a held generation, AI Agent 2.x), in the
+	 * call's windows.
+	 */
+	record: 'run' | 'tool';
+}
+
+/**
+ * The run index n8n gives this run of the node: one per run of a node in a loop, one per tool call
+ * of an agent, the same for every Retry On Fail try and for a retried execution's rerun of the
+ * failed run.
+ */
+export function runIndexOf(ctx: IExecuteFunctions): number {
 	try {
-		const { acceptLanguage, timeoutMs } = options;
-		const call = { itemIndex, acceptLanguage, timeoutMs };
-		const answer = await generate<GenerateResponse>(ctx, connection, { ...request.body }, call);
-		// A figure off contract (null, negative, text) counts as the estimate: caps hold (output.ts says so).
-		settle(chargedCredits(answer.body) ?? estimate);
-		return answer;
-	} catch (error) {
-		settle(mayHaveBeenCharged(errorFacts(error)) ? estimate : 0);
-		throw asNodeError(ctx, error, itemIndex);
+		const value: unknown = ctx.getWorkflowDataProxy(0).$runIndex;
+		if (typeof value === 'number') return value;
+	} catch {
+		// Fall through to the context's own field (n8n-core's contexts have had it since 1.x).
 	}
+	const field = (ctx as { runIndex?: unknown }).runIndex;
+	return typeof field === 'number' ? field : 0;
 }
 
-/** Records the item's send in n8n's database (durable.ts); clears its Idempotency Key first if asked. */
-async function claim(run: Run, item: ItemRun, resentFrom?: string) {
-	const { ctx, itemIndex, plan } = item;
-	const { idempotencyKey, clearIdempotencyKey } = plan.options;
-	const { values, tool } = sendValues({
-		asTool: run.asTool,
-		run: run.run,
-		runIndex: run.runIndex,
-		digest: itemDigest(ctx, item),
-		requestOnly: requestDigest({ body: plan.request.body, language: plan.options.acceptLanguage }),
-		occurrence: run.occurrence[itemIndex],
-		idempotencyKey,
-		now: Date.now(),
-		resentFrom,
+/**
+ * The records of this run, in the node's execution context data: n8n saves it with the execution
+ * and copies it into a retry of it (*Executions → Retry*), and nowhere else.
+ */
+function openMemory(ctx: IExecuteFunctions, asTool: boolean): RunMemory {
+	// AI Agent 2.x runs a tool call in its own context (isToolExecution) and tries it again only when
+	// it throws, under a new run index; as a tool this node never throws (router.ts). Each call is
+	// its own generation there, so nothing is kept.
+	if (isToolExecution(ctx)) return new RunMemory({}, 0, '');
+	const store = contextData(ctx, 'node');
+	const memory = new RunMemory(store, runIndexOf(ctx), String(ctx.getExecutionId?.() ?? ''));
+	if (!asTool) memory.forgetEarlierRuns();
+	return memory;
+}
+
+/** What an item asks: its request and language, an AI Agent 3.x call's id, the user's key. */
+function askOf(ctx: IExecuteFunctions, itemIndex: number, plan: ItemPlan): Ask {
+	const toolCallId: unknown = ctx.getInputData()[itemIndex]?.json?.toolCallId;
+	return {
+		body: plan.request.body,
+		language: plan.options.acceptLanguage,
+		call: typeof toolCallId === 'string' ? toolCallId : '',
+		idempotencyKey: plan.options.idempotencyKey,
+	};
+}
+
+/**
+ * The memory's record of the item, if it is this item's: within one execution the workflow cannot
+ * change, so a request that moved between Retry On Fail's tries ($now, a random value) is the same
+ * item unless an agent's call id says otherwise; across executions the request must be the same.
+ */
+function recognised(memo: Memo | undefined, ask: Ask, digest: string, executionId: string) {
+	if (!memo) return undefined;
+	const same =
+		memo.executionId === executionId ? (memo.call ?? '') === ask.call : memo.digest === digest;
+	return same ? memo : undefined;
+}
+
+/** Each item's identity and recognised record, made once for the node run (identity.ts). */
+function identities(run: Run, plans: Array<ItemPlan | Error>) {
+	const { ctx, memory } = run;
+	const place = {
+		node: `${ctx.getWorkflow().id ?? ''} ${ctx.getNode().id}`,
+		run: runName(ctx),
+		fingerprint: run.connection.fingerprint,
+	};
+	const asks = plans.map((plan, itemIndex) =>
+		plan instanceof Error ? undefined : askOf(ctx, itemIndex, plan),
+	);
+	const memos = asks.map((ask, itemIndex) => {
+		if (!ask) return undefined;
+		return recognised(memory.recall(itemIndex), ask, digestOf(ask), memory.executionId);
 	});
-	if (clearIdempotencyKey && idempotencyKey) await run.durable.forget([keyValue(idempotencyKey)]);
-	return await run.durable.claim(values, tool);
+	const digests = asks.map((ask, index) => ask && (memos[index]?.digest ?? digestOf(ask)));
+	const calls = asks
+		.map((ask) => ask?.call ?? '')
+		.join(' ')
+		.trim();
+	const before = memory.askedBefore(calls);
+	const counted = occurrences(
+		digests,
+		memos.map((memo) => memo?.occurrence),
+		before,
+	);
+	memory.asked(before, counted.after, calls);
+	return asks.map((ask, index) =>
+		ask
+			? {
+					identity: identify(place, ask, digests[index]!, counted.occurrence[index]),
+					memo: memos[index],
+				}
+			: undefined,
+	);
+}
+
+/** The values a claim records: the run's send, a tool call's windows, or a send again; the key. */
+function claimValues({ identity, memo, record }: Item, claim: Claim) {
+	return {
+		send: claim !== 'again' && record === 'run' ? identity.send : undefined,
+		windows: claim !== 'again' && record === 'tool' ? toolWindows(identity, Date.now()) : [],
+		again: claim === 'again' ? againValue(identity, memo!.executionId) : undefined,
+		key: identity.key || undefined,
+	};
+}
+
+/** Writes the item's claim, and says what was recorded before it; nothing is sent without it. */
+async function claimSend(run: Run, item: Item, claim: Claim): Promise<[Claimed, Recorded]> {
+	const { send, windows, again, key } = claimValues(item, claim);
+	run.claims++;
+	const values = [send, again, key].filter((value): value is string => value !== undefined);
+	const claimed = await run.durable.claim(values, windows);
+	if ('failed' in claimed) {
+		throw imagePackError(
+			run.ctx.getNode(),
+			{ code: 'record_failed', charge: 'not_sent', itemIndex: item.itemIndex },
+			{
+				message: `Not sent: the record that keeps this generation from being paid twice if n8n stops could not be written (${claimed.failed})`,
+				description:
+					"The node writes it to n8n's database before every generation; try again in a moment.",
+			},
+		);
+	}
+	const found = (value?: string) => value !== undefined && claimed.found.has(value);
+	const recorded = {
+		sent: found(send) || windows.some(found),
+		again: found(again),
+		key: found(key),
+	};
+	return [claimed, recorded];
+}
+
+/** A generation made under another key: does its first file answer this key? */
+async function prove(run: Run, item: Item): Promise<Facts['proof']> {
+	const memo = item.memo as Memo & { kind: 'generated' };
+	const made = memo.fingerprint ?? '';
+	// One file answering this key proves the account for every record made under that other key.
+	if (run.memory.confirmed.has(made)) return { same: true, reason: 'confirmed for this run' };
+	const images = (memo.answer.body as { images?: unknown }).images;
+	const first = Array.isArray(images) ? (images[0] as { url?: unknown } | undefined) : undefined;
+	const { verdict: answer, reason } =
+		typeof first?.url === 'string'
+			? await proveOwnership(run.ctx, run.connection, { fileUrl: first.url }, item)
+			: { verdict: 'unknown', reason: 'the answer holds no file to ask about' };
+	if (answer === 'same' && made) run.memory.confirmed.add(made);
+	return { same: answer === 'same', reason };
+}
+
+/** A failed send's error, with its facts; one without them (not ours) may have been charged. */
+function sendFailure(run: Run, item: Item, error: unknown) {
+	if (errorFacts(error).code !== undefined) return asNodeError(run.ctx, error, item.itemIndex);
+	return imagePackError(
+		run.ctx.getNode(),
+		{
+			code: 'unknown_error',
+			charge: 'may_have_been_charged',
+			itemIndex: item.itemIndex,
+			sessionId: item.plan.request.body.session_id,
+		},
+		{ message: `The generation failed after it was sent: ${errorMessage(error)}` },
+	);
+}
+
+/**
+ * After the item's verdict or send: what it came to is kept in the execution's memory, the record
+ * keeps or lets go of its claim, and the credit caps count what was charged.
+ */
+async function settle(
+	run: Run,
+	item: Item,
+	outcome: Outcome<Generated, StoredFailure> | { kind: 'not sent' },
+	claimed: Claimed | undefined,
+	credits?: (charged: number) => void,
+): Promise<void> {
+	const { identity } = item;
+	const estimate = item.plan.request.creditsEstimated;
+	if (outcome.kind !== 'not sent') {
+		const asked = {
+			digest: identity.digest,
+			occurrence: identity.occurrence,
+			fingerprint: identity.fingerprint,
+			call: identity.call,
+		};
+		const kept =
+			outcome.kind === 'generated'
+				? { kind: outcome.kind, answer: storedAnswer(outcome.answer) }
+				: outcome;
+		run.memory.remember(item.itemIndex, asked, kept);
+	}
+	// A figure off contract (null, negative, text) counts as the estimate: caps hold (output.ts says so).
+	const charged = {
+		generated: () => chargedCredits((outcome as { answer: Generated }).answer?.body) ?? estimate,
+		uncertain: () => estimate,
+		refused: () => 0,
+		'not sent': () => 0,
+	}[outcome.kind]();
+	credits?.(charged);
+	await claimed?.settle(outcome.kind as Settled);
+}
+
+/** JSON only: nothing downloaded is kept. */
+function storedAnswer({ body, status, requestId, unreadable }: Generated) {
+	return { body, status, requestId, unreadable };
+}
+
+/**
+ * One item's paid answer, top to bottom: what the execution remembers of it (`item.memo`), its claim
+ * in the durable record, the verdict, the credit reservation, the send, and what it all came to.
+ * `answered` lets a tool call's record go once the caller has the answer.
+ */
+async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: true }> {
+	const { ctx, itemIndex, plan, identity } = item;
+	let facts: Facts = {
+		memo: item.memo,
+		executionId: run.memory.executionId,
+		fingerprint: identity.fingerprint,
+		resendUncertain: plan.options.resendUncertain,
+		earlierUncertain: run.asTool ? run.memory.earlierUncertain(identity.digest) : undefined,
+		record: item.record,
+	};
+	let claimed: Claimed | undefined;
+	let decided = verdict(facts);
+	while (decided.kind === 'prove' || decided.kind === 'claim') {
+		if (decided.kind === 'prove') facts = { ...facts, proof: await prove(run, item) };
+		else {
+			let recorded: Recorded;
+			[claimed, recorded] = await claimSend(run, item, decided.claim);
+			facts = { ...facts, recorded };
+		}
+		decided = verdict(facts);
+	}
+	if (decided.kind === 'replay') {
+		const answer = decided.answer as Generated;
+		if (decided.proven) {
+			addHints(ctx, [
+				`Generated by an earlier try under another API key of the same account (${decided.proven}): returned without being sent again.`,
+			]);
+		}
+		await settle(run, item, { kind: 'generated', answer }, claimed);
+		return { answer, answered: async () => {}, replayed: true };
+	}
+	if (decided.kind === 'notSent') {
+		await settle(run, item, { kind: 'not sent' }, claimed);
+		const { session_id: sessionId } = plan.request.body;
+		throw notSentError(ctx.getNode(), decided.why, {
+			itemIndex,
+			sessionId,
+			idempotencyKey: plan.options.idempotencyKey,
+		});
+	}
+	let credits: ((charged: number) => void) | undefined;
+	try {
+		credits = reserveCredits(ctx, itemIndex, plan.request.creditsEstimated, plan.options);
+		const { acceptLanguage, timeoutMs } = plan.options;
+		const call = { itemIndex, acceptLanguage, timeoutMs };
+		const answer = await generate<GenerateResponse>(
+			ctx,
+			run.connection,
+			{ ...plan.request.body },
+			call,
+		);
+		await settle(run, item, { kind: 'generated', answer }, claimed, credits);
+		return { answer, answered: async () => await claimed?.answered() };
+	} catch (caught) {
+		const error = sendFailure(run, item, caught);
+		const facts = errorFacts(error);
+		await settle(run, item, { kind: failureKind(facts), failure: facts }, claimed, credits);
+		throw error;
+	}
 }
 
 /** Generates an item (or joins or replays its generation). */
-async function generateItem(run: Run, itemIndex: number, plan: ItemPlan): Promise<Answered> {
-	const item: ItemRun = { ...run, itemIndex, plan };
-	const sender = {
-		send: async () => await send(item),
-		claim: async (resentFrom?: string) => await claim(run, item, resentFrom),
-	};
+async function generateItem(run: Run, item: Item): Promise<Answered> {
 	// As a tool with an answer bound: join the generation this process holds, or start it.
-	// Otherwise: what an earlier try of this execution got, or a new send.
-	const bound = run.asTool ? plan.options.answerWithinMs : undefined;
-	const answer =
-		bound !== undefined
-			? await heldAnswer(item, bound, sender)
-			: await answerFor(item, run.memory, sender);
-	if ('running' in answer) {
-		const running = [{ json: answer.running, pairedItem: { item: itemIndex } }];
-		return { paid: undefined, finish: async () => running }; // not paid for yet
+	const bound = run.asTool ? item.plan.options.answerWithinMs : undefined;
+	item.record = bound !== undefined || run.ownContext ? 'tool' : 'run';
+	if (bound !== undefined) {
+		const answer = await heldAnswer(
+			item,
+			item.identity.held,
+			bound,
+			async () => await paidAnswer(run, item),
+		);
+		if ('running' in answer) {
+			const running = [{ json: answer.running, pairedItem: { item: item.itemIndex } }];
+			return { paid: undefined, finish: async () => running }; // not paid for yet
+		}
+		return outputOf(item, answer);
 	}
-	if ('replayed' in answer) run.replayed.push(itemIndex);
+	const { answer, answered, replayed } = await paidAnswer(run, item);
+	await answered();
+	if (replayed) run.replayed.push(item.itemIndex);
 	return outputOf(item, answer);
 }
 
@@ -112,18 +377,6 @@ async function finishLater(
 	return await eachItem(ctx, items, async (itemIndex) => {
 		const error = errors.get(itemIndex);
 		return (await later.get(itemIndex)?.()) ?? (error ? [error] : []);
-	});
-}
-
-/** Per item, how many earlier items ask exactly the same: identical items are separate sends. */
-function occurrences(ctx: IExecuteFunctions, plans: Array<ItemPlan | Error>): number[] {
-	const seen = new Map<string, number>();
-	return plans.map((plan, itemIndex) => {
-		if (plan instanceof Error) return 0;
-		const digest = itemDigest(ctx, { itemIndex, plan });
-		const count = seen.get(digest) ?? 0;
-		seen.set(digest, count + 1);
-		return count;
 	});
 }
 
@@ -164,17 +417,24 @@ export async function execute(
 			return error as Error;
 		}
 	});
+	const connection = await getConnection(this);
 	const run: Run = {
 		ctx: this,
-		connection: await getConnection(this),
+		connection,
 		asTool,
 		memory: openMemory(this, asTool),
 		durable: new DurableRecord(this),
-		run: runName(this),
-		runIndex: runIndexOf(this),
-		occurrence: occurrences(this, plans),
+		ownContext: isToolExecution(this),
 		replayed: [],
+		claims: 0,
 	};
+	const known = identities(run, plans);
+	// Clear Idempotency Key: each key once per run, before any claim, so a twin row finds it used.
+	const cleared = known.filter(
+		(entry, itemIndex) =>
+			entry?.identity.key && (plans[itemIndex] as ItemPlan).options.clearIdempotencyKey,
+	);
+	await run.durable.forget([...new Set(cleared.map((entry) => entry!.identity.key))]);
 	const first = plans.find((plan): plan is ItemPlan => !(plan instanceof Error));
 	const lanes = first?.options.concurrency ?? 1;
 	// One lane: downloads wait for the last generation at no cost in time, and back to back their
@@ -189,7 +449,8 @@ export async function execute(
 			async (itemIndex) => {
 				const plan = plans[itemIndex];
 				if (plan instanceof Error) throw plan;
-				const { paid: label, finish } = await generateItem(run, itemIndex, plan);
+				const item: Item = { ...run, itemIndex, plan, ...known[itemIndex]!, record: 'run' };
+				const { paid: label, finish } = await generateItem(run, item);
 				if (label) paid.push(label);
 				if (!later) return await finish();
 				later.set(itemIndex, finish);
@@ -198,6 +459,11 @@ export async function execute(
 			lanes,
 		);
 		hintReplayed(this, run.replayed);
+		if (run.claims && (await run.durable.full())) {
+			addHints(this, [
+				`The node's record of paid sends is full (${RECORD_LIMITS.sends.toLocaleString('en-US')} values in n8n's database): each new send pushes out the oldest, so a retry of an execution that n8n stopped long ago may pay again for its items. See docs/retry.md.`,
+			]);
+		}
 		return later ? await finishLater(this, items, output, later) : output;
 	} catch (error) {
 		throw withPaidNote(this, error, paid);

@@ -1,19 +1,24 @@
 /**
  * Generations this n8n process holds for tool callers (`heldAnswer`): an MCP client gives a call 60 s,
  * a generation takes up to 5 minutes. A tool call with an answer bound joins the generation held for
- * the same node, key and request, or starts it (recorded first, replay.ts `recordSend`), and answers
- * within the bound with the images or "still running" and a handle; a repeat call, the handle, or
- * n8n's tool retry joins the same generation instead of paying for another. A handle answers only the
- * request, key and node it was made for. Outcomes in replay.ts's vocabulary (`failureOutcome`).
+ * the same node, key and request (identity.ts `held`), or starts it (the item sequence, execute.ts),
+ * and answers within the bound with the images or "still running" and a handle; a repeat call, the
+ * handle, or n8n's tool retry joins the same generation instead of paying for another. A handle
+ * answers only the request, key and node it was made for.
  */
 import { type IDataObject, sleep } from 'n8n-workflow';
 
-import { chargeHint, errorFacts, imagePackError, mayHaveBeenCharged } from '../../../shared/errors';
-import { asNodeError } from '../../items';
-import type { Claim } from './durable';
+import { chargeHint, errorFacts, imagePackError } from '../../../shared/errors';
+import type { Generated } from './output';
 import type { ItemRun } from './plan';
-import { type Generated, type Sender, failureOutcome, recordSend } from './replay';
-import { type Held, PendingGenerations, generationKey } from './stores';
+import { type Held, type Outcome, PendingGenerations } from './stores';
+import { failureKind } from './verdict';
+
+/** A sent generation's answer, and how to tell the record that the caller has it. */
+export interface Paid {
+	answer: Generated;
+	answered: () => Promise<void>;
+}
 
 // Module-level on purpose: held generations outlive a call.
 const pending = new PendingGenerations<Generated>();
@@ -44,34 +49,27 @@ function stillRunning({ ctx, plan }: ItemRun, held: Held<Generated>, boundMs: nu
 
 /**
  * The generation's answer within `boundMs`: the one held for the same request (or `handle`), else
- * the one `send` starts now; `{ running }` when it is not done yet (the request goes on). A handle
- * this process does not hold never sends.
+ * the one `start` (execute.ts's item sequence) sends now; `{ running }` when it is not done yet (the
+ * request goes on). A handle this process does not hold never sends. A caller that collects the
+ * answer calls `answered` (the record's tool windows go then).
  */
 export async function heldAnswer(
 	item: ItemRun,
+	key: string,
 	boundMs: number,
-	{ send, claim }: Sender,
+	start: () => Promise<Paid>,
 ): Promise<Generated | { running: IDataObject }> {
-	const { ctx, connection, itemIndex, plan } = item;
-	const request = { body: plan.request.body, language: plan.options.acceptLanguage };
+	const { ctx, itemIndex, plan } = item;
 	const node = ctx.getNode();
-	const key = generationKey(
-		`${ctx.getWorkflow().id ?? ''} ${node.id}`,
-		connection.fingerprint,
-		request,
-	);
-	const failed = (error: unknown) => failureOutcome(error, errorFacts(error));
-	let claimed: Promise<Claim> | undefined;
-	const start = async () => {
-		claimed = recordSend(item, claim, 'all');
-		const recorded = await claimed;
-		return await send().catch(async (error: unknown) => {
-			if (!mayHaveBeenCharged(errorFacts(error))) await recorded.release('all');
-			throw asNodeError(ctx, error, itemIndex);
-		});
+	const failed = (error: unknown) =>
+		({ kind: failureKind(errorFacts(error)), failure: error }) as Outcome<never, unknown>;
+	let started: Promise<Paid> | undefined;
+	const send = async () => {
+		started = start();
+		return (await started).answer;
 	};
 	const { handle } = plan.options;
-	const held = handle ? pending.find(handle, key) : pending.join(key, start, failed).held;
+	const held = handle ? pending.find(handle, key) : pending.join(key, send, failed).held;
 	if (held === 'other' || !held) {
 		const why =
 			held === 'other'
@@ -85,9 +83,9 @@ export async function heldAnswer(
 			},
 		);
 	}
-	if (claimed) {
-		const recorded = claimed.catch(() => undefined);
-		held.onCollect = async () => await (await recorded)?.release('tool');
+	if (started) {
+		const paid = started.catch(() => undefined);
+		held.onCollect = async () => await (await paid)?.answered();
 	}
 	const outcome = await within(held.done, boundMs);
 	if (!outcome) return { running: stillRunning(item, held, boundMs) };

@@ -33,6 +33,9 @@ export interface GenerateResponse extends IDataObject {
 	images: GeneratedImage[];
 }
 
+/** A generate answer as the transport returned it. */
+export type Generated = Answer<GenerateResponse>;
+
 /** What a 2xx generate answer holds that the node can use, and what was wrong with the rest. */
 export interface ReadAnswer {
 	images: GeneratedImage[];

@@ -1,8 +1,9 @@
 /**
- * The two stores replay.ts reads, side by side, in one vocabulary (`Outcome`). Pure: the caller hands
- * in the store object and the clock; no n8n, no timers.
+ * The two memories the item sequence (execute.ts) reads, in one vocabulary (`Outcome`). Pure: the
+ * caller hands in the store object and the clock; no n8n, no timers.
  *
- * - `RunMemory`, per execution: one record per item in the node's execution context data.
+ * - `RunMemory`, per execution: one record per item of the node's latest run, and the count of
+ *   identical asks so far (identity.ts), in the node's execution context data.
  * - `PendingGenerations`, per n8n process (the main, or the queue-mode worker that ran the call): per
  *   generation its key (the workflow and node, the key's fingerprint, the request: never the API
  *   key), a random handle, when it started and
@@ -11,9 +12,10 @@
  *   all; at most `maxEntries` (the oldest settled go first, then the oldest running ones, whose
  *   requests go on). A restart forgets everything.
  */
-import { createHash, randomBytes } from 'crypto';
+import { randomBytes } from 'crypto';
 
 import type { ErrorFacts } from '../../../shared/errors';
+import type { AskCounts } from './identity';
 
 /** What one generation came to. `A`: its answer; `F`: how a failure is kept (facts, or the error). */
 export type Outcome<A, F> =
@@ -23,30 +25,20 @@ export type Outcome<A, F> =
 	/** The service refused it (nothing charged), or it was never sent. */
 	| { kind: 'refused'; failure: F };
 
-/** JSON with sorted keys, so that the digest does not depend on the order a body was built in. */
-function canonical(value: unknown): string {
-	if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-	if (typeof value === 'object' && value !== null) {
-		const entries = Object.entries(value as Record<string, unknown>)
-			.filter(([, child]) => child !== undefined)
-			.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-		return `{${entries.map(([key, child]) => `${JSON.stringify(key)}:${canonical(child)}`).join(',')}}`;
-	}
-	return JSON.stringify(value) ?? 'null';
-}
-
-/**
- * What was asked: the request body, and who asks (`asker`). 16 hex digits: one run holds a few
- * thousand items at most, so a 64-bit digest cannot collide by chance.
- */
-export function requestDigest(body: object, asker = ''): string {
-	return createHash('sha256').update(canonical({ body, asker })).digest('hex').slice(0, 16);
-}
-
 // Per execution.
 
 /** Key of the records in the node's execution context data (`getContext('node')`). */
 export const MEMORY_KEY = 'imagePackGenerate';
+/** Key of the execution's count of identical asks (identity.ts `occurrences`), beside the records. */
+export const ASKED_KEY = 'imagePackAsked';
+
+/** The counts before and after the run `run` of the node (and its AI Agent 3.x `calls`). */
+interface AskLedger {
+	run: number;
+	calls: string;
+	before: AskCounts;
+	after: AskCounts;
+}
 
 /** A paid answer as the transport returned it: the API's JSON, nothing downloaded. */
 export interface StoredAnswer {
@@ -66,6 +58,8 @@ export type StoredFailure = ErrorFacts & { reason: string };
  */
 export type Memo = Outcome<StoredAnswer, StoredFailure> & {
 	digest: string;
+	/** Which of the execution's identical asks it was (identity.ts); unset in records before it. */
+	occurrence?: number;
 	executionId: string;
 	fingerprint?: string;
 	/** An AI Agent 3.x tool call's id, when it was one. */
@@ -74,6 +68,10 @@ export type Memo = Outcome<StoredAnswer, StoredFailure> & {
 
 type RunRecords = Record<string, Memo>;
 
+function isRecord(value: unknown): value is Record<string, unknown> {
+	return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 /** The records of one run of the node, in `store[MEMORY_KEY][runIndex][itemIndex]`. */
 export class RunMemory {
 	private readonly runs: Record<string, RunRecords>;
@@ -81,16 +79,43 @@ export class RunMemory {
 	readonly confirmed = new Set<string>();
 
 	constructor(
-		store: Record<string, unknown>,
+		private readonly store: Record<string, unknown>,
 		private readonly runIndex: number,
 		readonly executionId: string,
 	) {
 		const runs = store[MEMORY_KEY];
-		this.runs =
-			typeof runs === 'object' && runs !== null && !Array.isArray(runs)
-				? (runs as Record<string, RunRecords>)
-				: {};
+		this.runs = isRecord(runs) ? (runs as Record<string, RunRecords>) : {};
 		store[MEMORY_KEY] = this.runs;
+	}
+
+	/**
+	 * The identical asks the execution made before this run of the node: its earlier runs' (a try of
+	 * the same run, or a retry of it, counts from where that run started). `calls`: the run's agent
+	 * call ids, which tell another call apart from a try of the same one.
+	 */
+	askedBefore(calls = ''): AskCounts {
+		const ledger = this.store[ASKED_KEY] as AskLedger | undefined;
+		if (!isRecord(ledger) || !isRecord(ledger.before) || !isRecord(ledger.after)) return {};
+		const sameRun = ledger.run === this.runIndex && (ledger.calls ?? '') === calls;
+		return sameRun ? ledger.before : ledger.after;
+	}
+
+	/** Keeps the counts of this run: the next run counts on from `after`. */
+	asked(before: AskCounts, after: AskCounts, calls = ''): void {
+		const ledger: AskLedger = { run: this.runIndex, calls, before, after };
+		this.store[ASKED_KEY] = ledger;
+	}
+
+	/** An earlier run's record of the same ask in this execution that may have been charged. */
+	earlierUncertain(digest: string): Memo | undefined {
+		for (const [run, records] of Object.entries(this.runs)) {
+			if (Number(run) === this.runIndex) continue;
+			for (const memo of Object.values(records)) {
+				const same = memo.digest === digest && memo.executionId === this.executionId;
+				if (same && memo.kind === 'uncertain') return memo;
+			}
+		}
+		return undefined;
 	}
 
 	/**
@@ -111,7 +136,7 @@ export class RunMemory {
 
 	remember(
 		itemIndex: number,
-		asked: { digest: string; fingerprint: string; call?: string },
+		asked: Pick<Memo, 'digest' | 'occurrence' | 'fingerprint' | 'call'>,
 		outcome: Outcome<StoredAnswer, StoredFailure>,
 	): void {
 		const records = (this.runs[this.runIndex] ??= {});
@@ -133,14 +158,6 @@ export interface Held<A> {
 	done: Promise<Outcome<A, unknown>>;
 	/** Called once when a caller got the answer (replay.ts clears the durable record then). */
 	onCollect?: () => Promise<void>;
-}
-
-/**
- * The key of one held intent: where it is asked (the workflow's node: two agents, or two workflows,
- * with the same arguments are two generations), who asks (the key's fingerprint) and what.
- */
-export function generationKey(place: string, fingerprint: string, request: object): string {
-	return requestDigest(request, `${place} ${fingerprint}`);
 }
 
 export class PendingGenerations<A> {
