@@ -51,6 +51,14 @@ async function requestsPer(skus = SKUS): Promise<number[]> {
 	return skus.map((sku) => log.filter((entry) => entry.prompt === sku).length);
 }
 
+async function waitUntil(check: () => Promise<boolean>, timeoutMs = 10_000) {
+	const deadline = Date.now() + timeoutMs;
+	while (!(await check())) {
+		if (Date.now() > deadline) throw new Error('timed out waiting');
+		await new Promise((resolve) => setTimeout(resolve, 10));
+	}
+}
+
 const codes = (run: EngineRun) =>
 	run.errorOutput.map((item) => (item.json.error as IDataObject).code);
 
@@ -220,6 +228,64 @@ describe('the record', () => {
 		const retry = await retryAfterKill(killed, { runs: [items()] });
 		expect(codes(retry)).toEqual(Array(4).fill('interrupted_send'));
 		expect(await requestsPer()).toEqual(Array(8).fill(1));
+	});
+
+	it('eight lanes share store calls (a group commit); twin keys in one call: the second is not sent', async () => {
+		const many = Array.from({ length: 24 }, (_unused, index) => `lane product ${index}`);
+		const calls = storeCalls.record;
+		const run = await runInEngine(
+			engine({
+				runs: [items(many)],
+				parameters: generate({ concurrency: 8, idempotencyKey: '={{ $json.sku.slice(0, 14) }}' }),
+			}),
+		);
+		// 14-character keys: products 1 and 10–19 share one, 2 and 20–23 another; one of each is sent.
+		expect(codes(run).filter((code) => code === 'idempotency_key_used')).toHaveLength(14);
+		expect(run.output).toHaveLength(10);
+		expect((await requestsPer(many)).reduce((sum, count) => sum + count, 0)).toBe(10);
+		// Each claim writes the node's row and the keys' row; eight lanes wait together.
+		expect(storeCalls.record - calls).toBeLessThan(2 * many.length);
+	});
+
+	it('on a large row a lane claims the next item while it sends: at most one claim ahead per lane', async () => {
+		const context = { workflow: { id: 'test-workflow' }, node: { id: 'node-under-test' } } as never;
+		const older = Array.from(
+			{ length: RECORD_LIMITS.claimAheadAt },
+			(_unused, index) => `older ${index}`,
+		);
+		await deduplicationStandIn.checkProcessedAndRecord(older, 'node', context, { mode: 'entries' });
+		// Product 4's answer held: products 1–3 are sent, product 4 in flight, product 5 claimed ahead.
+		await emulator.control.injectFault({
+			route: 'generate',
+			kind: 'hold',
+			when: 'after',
+			promptIncludes: SKUS[3],
+		});
+		const running = runInEngine(engine());
+		await waitUntil(async () => (await emulator.control.held()).length === 1);
+		await waitUntil(async () => recordedCount() === older.length + 5);
+		expect(await requestsPer()).toEqual([1, 1, 1, 1, 0, 0, 0, 0]);
+		await emulator.control.releaseHeld();
+		const done = await running;
+		expect(done.output).toHaveLength(8);
+		expect(recordedCount()).toBe(older.length + 8);
+	});
+
+	it('claims ahead of a run that stops at a failure are let go: the retry after a top-up sends them', async () => {
+		const context = { workflow: { id: 'test-workflow' }, node: { id: 'node-under-test' } } as never;
+		const older = Array.from(
+			{ length: RECORD_LIMITS.claimAheadAt },
+			(_unused, index) => `older ${index}`,
+		);
+		await deduplicationStandIn.checkProcessedAndRecord(older, 'node', context, { mode: 'entries' });
+		await emulator.control.setCredits(emulator.accountId, 4 * 12);
+		const stopped = await runInEngine(engine({ errorOutput: false }));
+		expect(stopped.error).toBeDefined();
+		expect(await requestsPer()).toEqual([1, 1, 1, 1, 1, 0, 0, 0]);
+		await emulator.control.setCredits(emulator.accountId, 1_000);
+		const retry = await retryExecution(stopped);
+		expect(retry.run.status).toBe('success');
+		expect(await requestsPer()).toEqual([1, 1, 1, 1, 2, 1, 1, 1]);
 	});
 
 	it('cannot be written: nothing is sent, the item fails as not_sent (a busy database is tried once more)', async () => {

@@ -16,9 +16,11 @@ import type { IExecuteFunctions } from 'n8n-workflow';
  * The rows' hard caps, in values. The node's row holds its sends (one per item, a send again after a
  * retried execution's record, a tool call's two windows): 12,000 hold a 10,000-item run and what runs
  * beside it. Idempotency Keys live in the workflow's row, so sends never push them out. Beyond a cap
- * n8n drops the oldest values, and the run that finds its row full says so (`fullness`).
+ * n8n drops the oldest values, and a run that finds its row full says so. From `claimAheadAt` values
+ * on, a call costs enough (about 2 ms + 1 ms per 1,000 values) that a run writes each item's claim
+ * while the item before it is being generated (execute.ts `claimAhead`).
  */
-export const RECORD_LIMITS = { sends: 12_000, keys: 10_000, fullAt: 0.95 };
+export const RECORD_LIMITS = { sends: 12_000, keys: 10_000, fullAt: 0.95, claimAheadAt: 4_000 };
 
 /** Which row a value is kept in: keys in the workflow's (`key <node> …`), the rest in the node's. */
 type Scope = 'node' | 'workflow';
@@ -39,7 +41,7 @@ interface DeduplicationHelpers {
 	getProcessedDataCount(scope: Scope, options: StoreOptions): Promise<number>;
 }
 
-// One line per node in this process: n8n's store reads and rewrites the node's row unlocked.
+// One line per row in this process: n8n's store reads and rewrites a row unlocked.
 const lines = new Map<string, Promise<unknown>>();
 
 async function inTurn<T>(line: string, work: () => Promise<T>): Promise<T> {
@@ -51,6 +53,54 @@ async function inTurn<T>(line: string, work: () => Promise<T>): Promise<T> {
 	lines.set(line, done);
 	void done.then(() => lines.get(line) === done && lines.delete(line));
 	return await turn;
+}
+
+/** Claims waiting for their line's turn: one store call records them all (a group commit). */
+interface Waiting {
+	values: string[];
+	resolve: (found: Set<string>) => void;
+	reject: (error: unknown) => void;
+}
+const waiting = new Map<string, Waiting[]>();
+
+/**
+ * Records `values` in the line's next store call, with every claim that waits for it: at eight
+ * lanes one call instead of eight. Within a call, claims count as made one after the other: a value
+ * an earlier claim of the call recorded is found by a later one (two rows with one key). A failed
+ * call (tried once more) fails every claim in it.
+ */
+async function recordInTurn(
+	line: string,
+	values: string[],
+	write: (values: string[]) => Promise<{ processed: string[] }>,
+): Promise<Set<string>> {
+	let batch = waiting.get(line);
+	const opens = batch === undefined;
+	if (!batch) {
+		batch = [];
+		waiting.set(line, batch);
+	}
+	const claims = batch;
+	const found = new Promise<Set<string>>((resolve, reject) =>
+		claims.push({ values, resolve, reject }),
+	);
+	if (opens) {
+		void inTurn(line, async () => {
+			if (waiting.get(line) === claims) waiting.delete(line);
+			const all = [...new Set(claims.flatMap((claim) => claim.values))];
+			const attempt = async () => await write(all);
+			try {
+				const seen = new Set((await attempt().catch(attempt)).processed);
+				for (const claim of claims) {
+					claim.resolve(new Set(claim.values.filter((value) => seen.has(value))));
+					for (const value of claim.values) seen.add(value);
+				}
+			} catch (error) {
+				for (const claim of claims) claim.reject(error);
+			}
+		});
+	}
+	return await found;
 }
 
 // Tool windows this process is sending right now: a concurrent identical call is no interrupted one.
@@ -96,25 +146,28 @@ export class DurableRecord {
 			.map((scope) => ({ scope, mine: values.filter((value) => scopeOf(value) === scope) }))
 			.filter(({ mine }) => mine.length > 0);
 		const results = await Promise.allSettled(
-			byScope.map(async ({ scope, mine }) => {
-				const write = async () =>
-					await inTurn(
-						this.lines[scope],
-						async () => await helpers.checkProcessedAndRecord(mine, scope, this.options[scope]),
-					);
-				return await write().catch(write);
-			}),
+			byScope.map(
+				async ({ scope, mine }) =>
+					await recordInTurn(this.lines[scope], mine, async (values) => {
+						const result = await helpers.checkProcessedAndRecord(
+							values,
+							scope,
+							this.options[scope],
+						);
+						return { processed: result.processed };
+					}).then((found) => ({ found, written: mine.filter((value) => !found.has(value)) })),
+			),
 		);
 		const failed = results.find((result) => result.status === 'rejected');
 		if (failed) {
 			const written = results.flatMap((result) =>
-				result.status === 'fulfilled' ? result.value.new : [],
+				result.status === 'fulfilled' ? result.value.written : [],
 			);
 			await this.forget(written);
 			throw failed.reason;
 		}
 		return new Set(
-			results.flatMap((result) => (result.status === 'fulfilled' ? result.value.processed : [])),
+			results.flatMap((result) => (result.status === 'fulfilled' ? [...result.value.found] : [])),
 		);
 	}
 
@@ -187,17 +240,13 @@ export class DurableRecord {
 		await Promise.all(rows);
 	}
 
-	/**
-	 * Whether the node's row is at its cap, so that each new value pushes out the oldest one (a record
-	 * a retry of an older run could still need). One read of the row.
-	 */
-	async full(): Promise<boolean> {
+	/** How many values the node's row holds (one read of the row); 0 when it cannot be counted. */
+	async size(): Promise<number> {
 		const helpers = this.helpers;
-		if (typeof helpers.getProcessedDataCount !== 'function') return false;
-		const values = await inTurn(
+		if (typeof helpers.getProcessedDataCount !== 'function') return 0;
+		return await inTurn(
 			this.lines.node,
 			async () => await helpers.getProcessedDataCount!('node', this.options.node),
 		).catch(() => 0);
-		return values >= RECORD_LIMITS.sends * RECORD_LIMITS.fullAt;
 	}
 }

@@ -62,6 +62,17 @@ interface Run {
 	replayed: number[];
 	/** Claims written by this run (a full record is reported only by a run that wrote to it). */
 	claims: number;
+	/** Every item of the run, planned: a lane that starts a send claims the next one ahead. */
+	items: Array<Item | undefined>;
+	lanes: number;
+	/** Claims written ahead of their item's turn (`claimAhead`), by item; only on a large row. */
+	ahead: Map<number, Ahead>;
+	claimsAhead: boolean;
+}
+
+interface Ahead {
+	claim: Claim;
+	claimed: Promise<[Claimed, Recorded]>;
 }
 
 /** The item as the sequence sees it: its run, plan, identity and what the memory recognises. */
@@ -203,6 +214,53 @@ async function claimSend(run: Run, item: Item, claim: Claim): Promise<[Claimed, 
 	return [claimed, recorded];
 }
 
+/** What the verdict knows of an item before its claim. */
+function factsOf(run: Run, { identity, memo, plan, record }: Item): Facts {
+	return {
+		memo,
+		executionId: run.memory.executionId,
+		fingerprint: identity.fingerprint,
+		resendUncertain: plan.options.resendUncertain,
+		earlierUncertain: run.asTool ? run.memory.earlierUncertain(identity.digest) : undefined,
+		record,
+	};
+}
+
+/**
+ * Writes the claim of item `next` while a lane's send runs, so that a batch waits for a large row
+ * only at its start: a lane starting a send claims the item that will take its turn. At most one
+ * claim per lane is ahead, so n8n killed then leaves at most one wave of lanes recorded but not sent
+ * (reported `interrupted_send`, may have been charged). Only a run's plain sends are claimed ahead,
+ * and only when the row is large enough for a claim to cost (`RECORD_LIMITS.claimAheadAt`): not a
+ * tool call, nor a key another row of the run also has (its twin decides first).
+ */
+function claimAhead(run: Run, next: number): void {
+	const item = run.items[next];
+	if (!run.claimsAhead || !item || item.record !== 'run' || run.ahead.has(next)) return;
+	const { key } = item.identity;
+	if (key && run.items.some((other) => other !== item && other?.identity.key === key)) return;
+	const decided = verdict(factsOf(run, item));
+	if (decided.kind !== 'claim') return;
+	const claimed = claimSend(run, item, decided.claim);
+	claimed.catch(() => {}); // its item's turn reports a failure
+	run.ahead.set(next, { claim: decided.claim, claimed });
+}
+
+/** The item's claim: the one written ahead for it, or written now. */
+async function claimedFor(run: Run, item: Item, claim: Claim): Promise<[Claimed, Recorded]> {
+	const ahead = run.ahead.get(item.itemIndex);
+	run.ahead.delete(item.itemIndex);
+	if (ahead?.claim === claim) return await ahead.claimed;
+	await letGo(ahead);
+	return await claimSend(run, item, claim);
+}
+
+/** A claim written ahead for an item that was not sent after all: what it recorded goes. */
+async function letGo(ahead: Ahead | undefined) {
+	const claimed = await ahead?.claimed.catch(() => undefined);
+	await claimed?.[0].settle('not sent');
+}
+
 /** A generation made under another key: does its first file answer this key? */
 async function prove(run: Run, item: Item): Promise<Facts['proof']> {
 	const memo = item.memo as Memo & { kind: 'generated' };
@@ -282,22 +340,15 @@ function storedAnswer({ body, status, requestId, unreadable }: Generated) {
  * `answered` lets a tool call's record go once the caller has the answer.
  */
 async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: true }> {
-	const { ctx, itemIndex, plan, identity } = item;
-	let facts: Facts = {
-		memo: item.memo,
-		executionId: run.memory.executionId,
-		fingerprint: identity.fingerprint,
-		resendUncertain: plan.options.resendUncertain,
-		earlierUncertain: run.asTool ? run.memory.earlierUncertain(identity.digest) : undefined,
-		record: item.record,
-	};
+	const { ctx, itemIndex, plan } = item;
+	let facts = factsOf(run, item);
 	let claimed: Claimed | undefined;
 	let decided = verdict(facts);
 	while (decided.kind === 'prove' || decided.kind === 'claim') {
 		if (decided.kind === 'prove') facts = { ...facts, proof: await prove(run, item) };
 		else {
 			let recorded: Recorded;
-			[claimed, recorded] = await claimSend(run, item, decided.claim);
+			[claimed, recorded] = await claimedFor(run, item, decided.claim);
 			facts = { ...facts, recorded };
 		}
 		decided = verdict(facts);
@@ -326,6 +377,7 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 		credits = reserveCredits(ctx, itemIndex, plan.request.creditsEstimated, plan.options);
 		const { acceptLanguage, timeoutMs } = plan.options;
 		const call = { itemIndex, acceptLanguage, timeoutMs };
+		claimAhead(run, itemIndex + run.lanes);
 		const answer = await generate<GenerateResponse>(
 			ctx,
 			run.connection,
@@ -346,7 +398,6 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 async function generateItem(run: Run, item: Item): Promise<Answered> {
 	// As a tool with an answer bound: join the generation this process holds, or start it.
 	const bound = run.asTool ? item.plan.options.answerWithinMs : undefined;
-	item.record = bound !== undefined || run.ownContext ? 'tool' : 'run';
 	if (bound !== undefined) {
 		const answer = await heldAnswer(
 			item,
@@ -427,8 +478,20 @@ export async function execute(
 		ownContext: isToolExecution(this),
 		replayed: [],
 		claims: 0,
+		items: [],
+		lanes: 1,
+		ahead: new Map(),
+		claimsAhead: false,
 	};
 	const known = identities(run, plans);
+	run.items = plans.map((plan, itemIndex) => {
+		if (plan instanceof Error) return undefined;
+		// Held for an answer bound, or an AI Agent 2.x call: no run to name (verdict.ts `Facts`).
+		const held = asTool && plan.options.answerWithinMs !== undefined;
+		const record = held || run.ownContext ? ('tool' as const) : ('run' as const);
+		const { ctx, connection } = run;
+		return { ctx, connection, asTool, itemIndex, plan, ...known[itemIndex]!, record };
+	});
 	// Clear Idempotency Key: each key once per run, before any claim, so a twin row finds it used.
 	const cleared = known.filter(
 		(entry, itemIndex) =>
@@ -437,6 +500,10 @@ export async function execute(
 	await run.durable.forget([...new Set(cleared.map((entry) => entry!.identity.key))]);
 	const first = plans.find((plan): plan is ItemPlan => !(plan instanceof Error));
 	const lanes = first?.options.concurrency ?? 1;
+	run.lanes = lanes;
+	// The row's size, counted once per execution: a run on a large row claims ahead, a full one says so.
+	const size = asTool ? 0 : (run.memory.recordSize ??= await run.durable.size());
+	run.claimsAhead = size >= RECORD_LIMITS.claimAheadAt;
 	// One lane: downloads wait for the last generation at no cost in time, and back to back their
 	// buffers cost n8n's heap a full collection every ~10 items, not every 3-4 (docs/performance.md).
 	// More lanes: a download overlaps the other lanes' generations.
@@ -449,8 +516,7 @@ export async function execute(
 			async (itemIndex) => {
 				const plan = plans[itemIndex];
 				if (plan instanceof Error) throw plan;
-				const item: Item = { ...run, itemIndex, plan, ...known[itemIndex]!, record: 'run' };
-				const { paid: label, finish } = await generateItem(run, item);
+				const { paid: label, finish } = await generateItem(run, run.items[itemIndex]!);
 				if (label) paid.push(label);
 				if (!later) return await finish();
 				later.set(itemIndex, finish);
@@ -459,13 +525,16 @@ export async function execute(
 			lanes,
 		);
 		hintReplayed(this, run.replayed);
-		if (run.claims && (await run.durable.full())) {
+		if (run.claims && size >= RECORD_LIMITS.sends * RECORD_LIMITS.fullAt) {
 			addHints(this, [
-				`The node's record of paid sends is full (${RECORD_LIMITS.sends.toLocaleString('en-US')} values in n8n's database): each new send pushes out the oldest, so a retry of an execution that n8n stopped long ago may pay again for its items. See docs/retry.md.`,
+				`The node's record of paid sends is full (${RECORD_LIMITS.sends.toLocaleString('en-US')} values in n8n's database): each new send pushes out the oldest, so a retry of an execution that n8n stopped long ago may pay again for its items (the Idempotency Key option is kept apart and holds).`,
 			]);
 		}
 		return later ? await finishLater(this, items, output, later) : output;
 	} catch (error) {
 		throw withPaidNote(this, error, paid);
+	} finally {
+		// Items the run did not reach (it stopped at a failure): their claims ahead go.
+		await Promise.all([...run.ahead.values()].map(letGo));
 	}
 }

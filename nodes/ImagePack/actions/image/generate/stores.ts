@@ -31,6 +31,8 @@ export type Outcome<A, F> =
 export const MEMORY_KEY = 'imagePackGenerate';
 /** Key of the execution's count of identical asks (identity.ts `occurrences`), beside the records. */
 export const ASKED_KEY = 'imagePackAsked';
+/** Key of the durable record's size, counted once per execution. */
+const RECORD_SIZE_KEY = 'imagePackRecordSize';
 
 /** The counts before and after the run `run` of the node (and its AI Agent 3.x `calls`). */
 interface AskLedger {
@@ -104,6 +106,16 @@ export class RunMemory {
 	asked(before: AskCounts, after: AskCounts, calls = ''): void {
 		const ledger: AskLedger = { run: this.runIndex, calls, before, after };
 		this.store[ASKED_KEY] = ledger;
+	}
+
+	/** The size of the durable record's row as this execution first counted it (durable.ts). */
+	get recordSize(): number | undefined {
+		const size = this.store[RECORD_SIZE_KEY];
+		return typeof size === 'number' ? size : undefined;
+	}
+
+	set recordSize(size: number | undefined) {
+		this.store[RECORD_SIZE_KEY] = size;
 	}
 
 	/** An earlier run's record of the same ask in this execution that may have been charged. */
