@@ -6,6 +6,7 @@
  * kill itself, and n8n's own store, are exercised in a real n8n (test/e2e/crash.test.mjs).
  */
 import type { IDataObject, INodeExecutionData, INodeParameters, INodeType } from 'n8n-workflow';
+import { sleep } from 'n8n-workflow';
 
 import { ImagePack } from '../../../nodes/ImagePack/ImagePack.node';
 import { RECORD_LIMITS } from '../../../nodes/ImagePack/actions/image/generate/durable';
@@ -55,7 +56,7 @@ async function waitUntil(check: () => Promise<boolean>, timeoutMs = 10_000) {
 	const deadline = Date.now() + timeoutMs;
 	while (!(await check())) {
 		if (Date.now() > deadline) throw new Error('timed out waiting');
-		await new Promise((resolve) => setTimeout(resolve, 10));
+		await sleep(10);
 	}
 }
 
