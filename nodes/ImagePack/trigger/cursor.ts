@@ -262,6 +262,7 @@ export function finishPoll(run: PollRun, emitted?: number): CursorState {
 		delivered: memory.slice(-MEMORY_KEYS * TOKEN_LENGTH),
 		...(witness === undefined ? {} : { witness }),
 	};
+	if (witness !== undefined) delete next.emptyAt; // the witness answers for the account now
 	return sameState(next, base) ? base : { ...next, rev: base.rev + 1 };
 }
 

@@ -38,6 +38,7 @@ import {
 	queryKey,
 	readState,
 	sameState,
+	seenEmpty,
 } from './state';
 
 /** List pages one poll reads at most (10,000 records); the rest is left to the next poll. */
@@ -127,8 +128,9 @@ async function readPages(
  * tells which (docs/polling.md).
  */
 async function baseline(poll: Poll, key: string, fp: string, rev: number): Promise<CursorState> {
+	const asked = Date.now();
 	const { newest, overlap } = await newestPublication(poll);
-	if (!newest) return initialState(key, 0, fp, rev);
+	if (!newest) return { ...initialState(key, 0, fp, rev), emptyAt: asked };
 	const since = baselineSince(newest.id, overlap);
 	const run = startBaseline(key, since, newest.id, fp, rev);
 	const end = await readPages(poll, run, (next) => baselineRead(run, newest.id, next));
@@ -179,7 +181,8 @@ async function drain(
 	});
 	const count = deliverable(run, includeManifest ? details.length : maxPerPoll);
 	const items = run.fresh.slice(0, count).map((record, index) => toItem(record, details[index]));
-	return { next: finishPoll(run, count), items, cut, outOfTime: end === 'time' };
+	const none = run.pages.length > 0 && run.newest === undefined; // an answer listed nothing at all
+	return { next: finishPoll(run, count), items, cut, outOfTime: end === 'time', none };
 }
 
 /**
@@ -250,7 +253,7 @@ export async function pollPublications(
 		};
 		let state = stored;
 		if (stored) {
-			const decision = await bindToAccount(poll, stored);
+			const decision = await bindToAccount(poll, stored, startFrom);
 			if (decision.keep === undefined) logFreshStart(ctx, decision, startFrom);
 			state = decision.keep;
 		}
@@ -261,10 +264,11 @@ export async function pollPublications(
 			return null;
 		}
 		state ??= initialState(key, startFrom === 'id' ? startId : 0, connection.fingerprint, rev);
-		const { next, items, cut, outOfTime } = await drain(poll, state, {
-			includeManifest,
-			maxPerPoll,
-		});
+		const drained = await drain(poll, state, { includeManifest, maxPerPoll });
+		const { items, cut, outOfTime } = drained;
+		// "Now" without a witness: when the account was last seen empty tells another key's apart.
+		const next =
+			startFrom === 'now' && drained.none ? seenEmpty(drained.next, started) : drained.next;
 		if (!commit(next)) return null; // taken over after running far too long: discarded
 		const stalls = turn.ranOut(items.length === 0 && outOfTime && next === state);
 		if (items.length === 0) {

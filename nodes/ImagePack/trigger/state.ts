@@ -4,7 +4,8 @@
  * at the documented overlap (50) about 9.5 KiB at most, the key memory (9 KB when full) plus a few
  * hundred characters of runs. Only this form (version 3) is read; anything else starts afresh. A
  * state also names who read it: the fingerprint of the API key (never the key) and one publication
- * id it read, which the API can be asked about when the key changes (trigger/account.ts).
+ * id it read, which the API can be asked about when the key changes (trigger/account.ts), or, until
+ * it read one, when it last found the account empty.
  */
 import { DEFAULT_OVERLAP, dedupeKey, isSafeId } from '../shared/publications';
 
@@ -48,6 +49,11 @@ export interface CursorState {
 	 * account's of another key (detail 200) or not (404). Absent until the state reads one.
 	 */
 	witness?: number;
+	/**
+	 * Until the state has a witness: when (ms, n8n's clock) a poll with the key `fp` last found the
+	 * account without any publication. Another key's account is told apart by it (trigger/noWitness.ts).
+	 */
+	emptyAt?: number;
 	/** Bumped on every change, so two overlapping polls can tell that the other one committed. */
 	rev: number;
 }
@@ -195,7 +201,7 @@ const isFingerprint = (text: unknown): text is string =>
  */
 export function readState(raw: unknown, queryKey: string): CursorState | undefined {
 	if (!isPlainObject(raw) || raw.queryKey !== queryKey || raw.v !== STATE_VERSION) return undefined;
-	const { start, cursor, overlap, rev, handled, delivered, fp, witness } = raw;
+	const { start, cursor, overlap, rev, handled, delivered, fp, witness, emptyAt } = raw;
 	if (!isSafeId(start) || !isSafeId(cursor) || cursor < start) return undefined;
 	if (!isSafeId(overlap) || !isSafeId(rev)) return undefined;
 	const handledIds = typeof handled === 'string' ? decodeRuns(start, handled) : undefined;
@@ -203,6 +209,7 @@ export function readState(raw: unknown, queryKey: string): CursorState | undefin
 	if (!isTokens(delivered)) return undefined;
 	if (fp !== undefined && !isFingerprint(fp)) return undefined;
 	if (witness !== undefined && !(isSafeId(witness) && witness > 0)) return undefined;
+	if (emptyAt !== undefined && !(isSafeId(emptyAt) && emptyAt > 0)) return undefined;
 	const seen = isSafeId(witness) ? witness : handledIds[handledIds.length - 1];
 	return {
 		v: STATE_VERSION,
@@ -214,8 +221,18 @@ export function readState(raw: unknown, queryKey: string): CursorState | undefin
 		delivered: delivered.slice(-MEMORY_KEYS * TOKEN_LENGTH),
 		...(fp === undefined ? {} : { fp }),
 		...(seen === undefined ? {} : { witness: seen }),
+		...(seen !== undefined || emptyAt === undefined ? {} : { emptyAt }),
 		rev,
 	};
+}
+
+/**
+ * The state after a poll that found the account without any publication at `at` (ms): a state that
+ * has no witness yet remembers it (see CursorState.emptyAt).
+ */
+export function seenEmpty(state: CursorState, at: number): CursorState {
+	if (state.witness !== undefined || state.emptyAt === at) return state;
+	return { ...state, emptyAt: at, rev: state.rev + 1 };
 }
 
 /** Whether two states hold the same cursor for the same key (`rev` aside). */
@@ -229,6 +246,7 @@ export function sameState(a: CursorState, b: CursorState): boolean {
 		'delivered',
 		'fp',
 		'witness',
+		'emptyAt',
 	] as const;
 	return fields.every((field) => a[field] === b[field]);
 }

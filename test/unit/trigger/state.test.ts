@@ -11,7 +11,9 @@ import {
 	keyToken,
 	queryKey,
 	readState,
+	seenEmpty,
 } from '../../../nodes/ImagePack/trigger/state';
+import { finishPoll, addPage, startPoll } from '../../../nodes/ImagePack/trigger/cursor';
 import { mulberry32 } from '../../harness/polling';
 
 describe('queryKey', () => {
@@ -110,6 +112,25 @@ describe('readState', () => {
 			expect(readState({ ...state, fp }, 'q')).toBeUndefined();
 		for (const witness of [0, -1, 1.5, '30', null])
 			expect(readState({ ...state, witness }, 'q')).toBeUndefined();
+	});
+
+	it('"seen empty" is kept until the state has a witness (#44), and refused when malformed', () => {
+		const empty = { ...initialState('q', 0, '0123456789abcdef'), emptyAt: 1_700_000_000_000 };
+		expect(readState(JSON.parse(JSON.stringify(empty)), 'q')).toEqual(empty);
+		for (const emptyAt of [0, -1, 1.5, '1700000000000', null])
+			expect(readState({ ...empty, emptyAt }, 'q')).toBeUndefined();
+		expect(readState({ ...state, emptyAt: 5 }, 'q')).not.toHaveProperty('emptyAt'); // has a witness
+		expect(seenEmpty(empty, 1_700_000_060_000)).toEqual({
+			...empty,
+			emptyAt: 1_700_000_060_000,
+			rev: 1,
+		});
+		expect(seenEmpty({ ...state, witness: 30 }, 5)).toEqual({ ...state, witness: 30 });
+		const run = startPoll(empty);
+		addPage(run, { items: [{ id: 7, pack_id: 'pk_1', version: 1 }], next_since_id: 7 } as never);
+		const next = finishPoll(run);
+		expect(next).toMatchObject({ witness: 7 });
+		expect(next).not.toHaveProperty('emptyAt');
 	});
 
 	it('starts afresh for another query key, another version or damaged data', () => {
