@@ -15,7 +15,9 @@ import {
 } from 'n8n-core';
 import type {
 	ICredentialDataDecryptedObject,
+	ICredentialsExpressionResolveValues,
 	ICredentialType,
+	IExecuteData,
 	IDataObject,
 	IHttpRequestOptions,
 	INode,
@@ -116,15 +118,36 @@ class TestCredentialsHelper extends ICredentialsHelper {
 		throw new Error('not used by these nodes');
 	}
 
+	/**
+	 * The credential, its expressions (`={{ $json.apiKey }}`) resolved against the item n8n names,
+	 * as n8n's CredentialsHelper does (`applyDefaultsAndOverwrites`, n8n 2.41.1).
+	 */
 	async getDecrypted(
 		_additionalData: IWorkflowExecuteAdditionalData,
 		_nodeCredentials: INodeCredentialsDetails,
 		type: string,
+		mode?: WorkflowExecuteMode,
+		executeData?: IExecuteData,
+		_raw?: boolean,
+		resolve?: ICredentialsExpressionResolveValues,
 	): Promise<ICredentialDataDecryptedObject> {
 		const data = this.credentials[type];
 		if (!data) throw new Error(`No test credentials of type ${type}`);
 		credentialReads.count++;
-		return { ...data };
+		if (!resolve) return { ...data };
+		return resolve.workflow.expression.getParameterValue(
+			{ ...data } as never,
+			resolve.runExecutionData,
+			resolve.runIndex,
+			resolve.itemIndex,
+			resolve.node.name,
+			resolve.connectionInputData,
+			mode ?? 'manual',
+			{},
+			executeData,
+			false,
+			{ ...data },
+		) as ICredentialDataDecryptedObject;
 	}
 
 	async updateCredentials() {}

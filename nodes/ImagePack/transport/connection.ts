@@ -1,6 +1,6 @@
 /**
- * Where a call goes and what bounds it: the credential, read and checked once per call (a poll, an
- * execution, a list search); the API's routes (API document §4) as data: method, path, the scope
+ * Where a call goes and what bounds it: the credential, read and checked once per call (a poll, a
+ * list search) or per item of an execution (its expressions resolve per item); the API's routes (API document §4) as data: method, path, the scope
  * each needs (§5), whether it costs credits, what a 404 on it means; and one call's bounds, a
  * deadline and the execution's cancel signal (Stop), merged into the signal every request, body read
  * and wait of the call listens to.
@@ -63,7 +63,11 @@ export function keyFingerprint(baseUrl: string, apiKey: string): string {
 }
 
 /** Reads and checks the credential: bad settings fail before anything is sent. */
-export async function getConnection(ctx: ApiContext, itemIndex = 0): Promise<Connection> {
+export async function getConnection(
+	ctx: ApiContext,
+	itemIndex = 0,
+	{ namesItem = false } = {},
+): Promise<Connection> {
 	const data = await ctx.getCredentials(CREDENTIAL_TYPE, itemIndex);
 	const selected = ctx.getNode().credentials?.[CREDENTIAL_TYPE];
 	const baseUrl = String(data.baseUrl ?? '')
@@ -74,7 +78,7 @@ export async function getConnection(ctx: ApiContext, itemIndex = 0): Promise<Con
 		imagePackError(
 			ctx.getNode(),
 			{ code: 'invalid_credential', charge: 'not_sent', itemIndex },
-			{ message, description, secret: apiKey },
+			{ message, description, secret: apiKey, namesItem },
 		);
 	if (!/^https?:\/\/[^/]+/i.test(baseUrl) || !parseUrl(baseUrl)) {
 		throw refuse(
@@ -94,6 +98,26 @@ export async function getConnection(ctx: ApiContext, itemIndex = 0): Promise<Con
 		data,
 	};
 	return { baseUrl, apiKey, fingerprint: keyFingerprint(baseUrl, apiKey), credential };
+}
+
+/**
+ * Each item's connection. n8n resolves a credential's expressions per item (`getCredentials(type,
+ * itemIndex)`: an agency's `{{ $json.apiKey }}`), so every request of item i goes with the key and
+ * base URL item i resolves to. Items that resolve to the same values share one connection; a row
+ * whose credential is bad fails alone, naming the item.
+ */
+export function connectionsPerItem(
+	ctx: IExecuteFunctions,
+): (itemIndex: number) => Promise<Connection> {
+	const byValues = new Map<string, Connection>();
+	return async (itemIndex) => {
+		const connection = await getConnection(ctx, itemIndex, { namesItem: true });
+		const values = `${connection.baseUrl}\n${connection.apiKey}`;
+		const known = byValues.get(values);
+		if (known) return known;
+		byValues.set(values, connection);
+		return connection;
+	};
 }
 
 /** A file reference that is no usable URL; the message says what was wrong. */

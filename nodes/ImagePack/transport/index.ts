@@ -25,6 +25,7 @@ export type { Answer } from './answers';
 export {
 	type Connection,
 	PUBLICATIONS_PATH,
+	connectionsPerItem,
 	executionCancelSignal,
 	getConnection,
 } from './connection';

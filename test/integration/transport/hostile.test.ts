@@ -284,6 +284,75 @@ describe('the key is masked in everything that leaves the node', () => {
 	});
 });
 
+describe('two accounts in one run: a key never crosses items', () => {
+	const KEY_B = ['sk', 'hostile', 'b', 'fedcba9876543210'].join('_');
+	const rows = [{ json: { apiKey: KEY } }, { json: { apiKey: KEY_B } }];
+	const twoKeys = async (parameters: INodeParameters) =>
+		(
+			await runNode({
+				nodeType: new ImagePack(),
+				parameters,
+				items: rows,
+				continueOnFail: true,
+				credentials: { baseUrl: api.url, apiKey: '={{ $json.apiKey }}' },
+			})
+		)[0];
+	const bearer = (request: { headers: Record<string, unknown> }) =>
+		String(request.headers.authorization ?? '');
+
+	it('each row is sent with its own key, and an echoed key is masked in its own row', async () => {
+		api.script(GENERATE, (request, reply) =>
+			reply.header('x-request-id', bearer(request)).send({
+				...okGeneration(0),
+				turn_id: `t_${bearer(request)}`,
+			}),
+		);
+		const output = await twoKeys(generate({ options: { downloadImages: false } }));
+		expect(api.seen.map(bearer)).toEqual([`Bearer ${KEY}`, `Bearer ${KEY_B}`]);
+		for (const item of output) {
+			expect(shown(item)).not.toContain(KEY);
+			expect(shown(item)).not.toContain(KEY_B);
+			expect(item.json.request_id).toBe('Bearer sk_***');
+		}
+	});
+
+	it('an error of one row names neither key; the other row goes on with its own', async () => {
+		api.script(
+			GENERATE,
+			(request, reply) =>
+				reply
+					.code(400)
+					.send({ error: { code: 'invalid_request', message: `bad ${bearer(request)}` } }),
+			(_request, reply) => reply.send(okGeneration(0)),
+		);
+		const [failed, generated] = await twoKeys(generate({ options: { downloadImages: false } }));
+		expect(shown(failed)).not.toContain(KEY);
+		expect(shown(failed)).toContain('sk_***');
+		expect(generated.json.turn_id).toBeDefined();
+		expect(api.seen.map(bearer)).toEqual([`Bearer ${KEY}`, `Bearer ${KEY_B}`]);
+	});
+
+	it('each row’s file is asked with its own key, and its signed link gets none', async () => {
+		api.script('GET /api/file/x.png', (_request, reply) =>
+			reply.code(302).header('location', `${other.url}/signed/x.png`).send(),
+		);
+		other.script('GET /signed/x.png', (_request, reply) =>
+			reply.type('image/png').send(Buffer.from([1, 2])),
+		);
+		const output = await twoKeys({
+			resource: 'file',
+			operation: 'download',
+			fileUrl: '/api/file/x.png',
+		});
+		expect(output).toHaveLength(2);
+		expect(api.seen.map(bearer)).toEqual([`Bearer ${KEY}`, `Bearer ${KEY_B}`]);
+		expect(other.seen.map((request) => request.headers.authorization)).toEqual([
+			undefined,
+			undefined,
+		]);
+	});
+});
+
 describe('time and size are bounded', () => {
 	it('a generate answer that trickles one byte at a time stops at the Timeout', async () => {
 		api.script(GENERATE, async (_request, reply) => {

@@ -4,7 +4,7 @@ import { updateDisplayOptions } from 'n8n-workflow';
 import { ValidationIssue } from '../../shared/parameters';
 import { maxFileBytes, maxFileSizeOption } from '../fileSize';
 import { eachItem, itemParameters } from '../items';
-import { downloadBinary, getConnection } from '../../transport';
+import { downloadBinary, connectionsPerItem } from '../../transport';
 
 const properties: INodeProperties[] = [
 	{
@@ -48,8 +48,9 @@ export async function execute(
 	this: IExecuteFunctions,
 	items: INodeExecutionData[],
 ): Promise<INodeExecutionData[]> {
-	const connection = await getConnection(this);
+	const connectionOf = connectionsPerItem(this);
 	return await eachItem(this, items, async (itemIndex) => {
+		const connection = await connectionOf(itemIndex);
 		const { fileUrl, property, maxBytes } = itemParameters(this, itemIndex, () => {
 			const fileUrl = String(this.getNodeParameter('fileUrl', itemIndex, '') ?? '').trim();
 			const property = String(

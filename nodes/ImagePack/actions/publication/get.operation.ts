@@ -11,7 +11,7 @@ import { ValidationIssue } from '../../shared/parameters';
 import { maxFileBytes, maxFileSizeOption } from '../fileSize';
 import { eachItem, itemParameters } from '../items';
 import { normalizeManifest } from './manifest';
-import { downloadBinary, getConnection, getPublication } from '../../transport';
+import { downloadBinary, connectionsPerItem, getPublication } from '../../transport';
 
 const properties: INodeProperties[] = [
 	{
@@ -95,8 +95,9 @@ export async function execute(
 	this: IExecuteFunctions,
 	items: INodeExecutionData[],
 ): Promise<INodeExecutionData[]> {
-	const connection = await getConnection(this);
+	const connectionOf = connectionsPerItem(this);
 	return await eachItem(this, items, async (itemIndex) => {
+		const connection = await connectionOf(itemIndex);
 		const { id, downloadImages, maxBytes } = itemParameters(this, itemIndex, () => {
 			const options = this.getNodeParameter('options', itemIndex, {}) as IDataObject;
 			return {

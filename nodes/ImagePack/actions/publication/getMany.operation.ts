@@ -10,7 +10,7 @@ import { imagePackError } from '../../shared/errors';
 import { boundedNumber } from '../../shared/parameters';
 import { eachItem, itemParameters } from '../items';
 import { DEFAULT_OVERLAP, PAGE_LIMIT, dedupeKey } from '../../shared/publications';
-import { type Connection, getConnection, listPublications } from '../../transport';
+import { type Connection, connectionsPerItem, listPublications } from '../../transport';
 
 const sinceIdProperty: INodeProperties = {
 	displayName: 'Since ID',
@@ -138,8 +138,9 @@ export async function execute(
 	this: IExecuteFunctions,
 	items: INodeExecutionData[],
 ): Promise<INodeExecutionData[]> {
-	const connection = await getConnection(this);
+	const connectionOf = connectionsPerItem(this);
 	return await eachItem(this, items, async (itemIndex) => {
+		const connection = await connectionOf(itemIndex);
 		const parameter = (property: INodeProperties) =>
 			boundedNumber(property, this.getNodeParameter(property.name, itemIndex, property.default));
 		const { sinceId, limit } = itemParameters(this, itemIndex, () => ({

@@ -14,7 +14,7 @@
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
 import { errorFacts, errorMessage, imagePackError } from '../../../shared/errors';
-import { type Connection, generate, getConnection, proveOwnership } from '../../../transport';
+import { type Connection, connectionsPerItem, generate, proveOwnership } from '../../../transport';
 import { addHints, asNodeError, eachItem } from '../../items';
 import { contextData, isToolExecution, runsAsTool } from '../../tool';
 import { reserveCredits } from './credits';
@@ -52,7 +52,6 @@ import {
 /** What every item of one node run shares. */
 interface Run {
 	ctx: IExecuteFunctions;
-	connection: Connection;
 	asTool: boolean;
 	memory: RunMemory;
 	durable: DurableRecord;
@@ -142,13 +141,20 @@ function recognised(memo: Memo | undefined, ask: Ask, digest: string, executionI
 }
 
 /** Each item's identity and recognised record, made once for the node run (identity.ts). */
-function identities(run: Run, plans: Array<ItemPlan | Error>) {
+function identities(
+	run: Run,
+	plans: Array<ItemPlan | Error>,
+	connections: Array<Connection | undefined>,
+) {
 	const { ctx, memory } = run;
-	const place = {
-		node: `${ctx.getWorkflow().id ?? ''} ${ctx.getNode().id}`,
-		run: runName(ctx),
-		fingerprint: run.connection.fingerprint,
-	};
+	const node = `${ctx.getWorkflow().id ?? ''} ${ctx.getNode().id}`;
+	const name = runName(ctx);
+	// Who asks is each item's own account (its credential may resolve per item).
+	const placeOf = (itemIndex: number) => ({
+		node,
+		run: name,
+		fingerprint: connections[itemIndex]!.fingerprint,
+	});
 	const asks = plans.map((plan, itemIndex) =>
 		plan instanceof Error ? undefined : askOf(ctx, itemIndex, plan),
 	);
@@ -171,7 +177,7 @@ function identities(run: Run, plans: Array<ItemPlan | Error>) {
 	return asks.map((ask, index) =>
 		ask
 			? {
-					identity: identify(place, ask, digests[index]!, counted.occurrence[index]),
+					identity: identify(placeOf(index), ask, digests[index]!, counted.occurrence[index]),
 					memo: memos[index],
 				}
 			: undefined,
@@ -271,7 +277,7 @@ async function prove(run: Run, item: Item): Promise<Facts['proof']> {
 	const first = Array.isArray(images) ? (images[0] as { url?: unknown } | undefined) : undefined;
 	const { verdict: answer, reason } =
 		typeof first?.url === 'string'
-			? await proveOwnership(run.ctx, run.connection, { fileUrl: first.url }, item)
+			? await proveOwnership(run.ctx, item.connection, { fileUrl: first.url }, item)
 			: { verdict: 'unknown', reason: 'the answer holds no file to ask about' };
 	if (answer === 'same' && made) run.memory.confirmed.add(made);
 	return { same: answer === 'same', reason };
@@ -380,7 +386,7 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 		claimAhead(run, itemIndex + run.lanes);
 		const answer = await generate<GenerateResponse>(
 			ctx,
-			run.connection,
+			item.connection,
 			{ ...plan.request.body },
 			call,
 		);
@@ -460,18 +466,22 @@ export async function execute(
 ): Promise<INodeExecutionData[]> {
 	const continueOnFail = this.continueOnFail();
 	const asTool = runsAsTool(this);
-	const plans = items.map((_item, itemIndex): ItemPlan | Error => {
+	// Every item planned, and its credential resolved (per item), before anything is sent.
+	const connectionOf = connectionsPerItem(this);
+	const plans: Array<ItemPlan | Error> = [];
+	const connections: Array<Connection | undefined> = [];
+	for (const itemIndex of items.keys()) {
 		try {
-			return planItem(this, itemIndex);
+			plans.push(planItem(this, itemIndex));
+			connections.push(await connectionOf(itemIndex));
 		} catch (error) {
 			if (!continueOnFail) throw asNodeError(this, error, itemIndex);
-			return error as Error;
+			plans[itemIndex] = error as Error;
+			connections[itemIndex] = undefined;
 		}
-	});
-	const connection = await getConnection(this);
+	}
 	const run: Run = {
 		ctx: this,
-		connection,
 		asTool,
 		memory: openMemory(this, asTool),
 		durable: new DurableRecord(this),
@@ -483,14 +493,14 @@ export async function execute(
 		ahead: new Map(),
 		claimsAhead: false,
 	};
-	const known = identities(run, plans);
+	const known = identities(run, plans, connections);
 	run.items = plans.map((plan, itemIndex) => {
 		if (plan instanceof Error) return undefined;
 		// Held for an answer bound, or an AI Agent 2.x call: no run to name (verdict.ts `Facts`).
 		const held = asTool && plan.options.answerWithinMs !== undefined;
 		const record = held || run.ownContext ? ('tool' as const) : ('run' as const);
-		const { ctx, connection } = run;
-		return { ctx, connection, asTool, itemIndex, plan, ...known[itemIndex]!, record };
+		const connection = connections[itemIndex]!;
+		return { ctx: this, connection, asTool, itemIndex, plan, ...known[itemIndex]!, record };
 	});
 	// Clear Idempotency Key: each key once per run, before any claim, so a twin row finds it used.
 	const cleared = known.filter(
