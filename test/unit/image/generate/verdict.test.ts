@@ -31,7 +31,10 @@ const memo = (outcome: Outcome<StoredAnswer, StoredFailure>, executionId = 'e1')
 });
 const generated = memo({ kind: 'generated', answer });
 const uncertain = (executionId = 'e1') =>
-	memo({ kind: 'uncertain', failure: failure('timeout', 'may_have_been_charged') }, executionId);
+	memo(
+		{ kind: 'uncertain', failure: failure('timeout', 'may_have_been_charged') },
+		executionId,
+	) as Memo & { kind: 'uncertain' };
 const refused = (code: Code | undefined, executionId = 'e1') =>
 	memo({ kind: 'refused', failure: failure(code, 'not_charged') }, executionId);
 

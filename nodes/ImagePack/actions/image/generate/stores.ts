@@ -119,12 +119,12 @@ export class RunMemory {
 	}
 
 	/** An earlier run's record of the same ask in this execution that may have been charged. */
-	earlierUncertain(digest: string): Memo | undefined {
+	earlierUncertain(digest: string): (Memo & { kind: 'uncertain' }) | undefined {
 		for (const [run, records] of Object.entries(this.runs)) {
 			if (Number(run) === this.runIndex) continue;
 			for (const memo of Object.values(records)) {
 				const same = memo.digest === digest && memo.executionId === this.executionId;
-				if (same && memo.kind === 'uncertain') return memo;
+				if (same && memo.kind === 'uncertain') return memo as Memo & { kind: 'uncertain' };
 			}
 		}
 		return undefined;

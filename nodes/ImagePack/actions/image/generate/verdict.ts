@@ -43,7 +43,7 @@ export interface Facts {
 	fingerprint: string;
 	resendUncertain: boolean;
 	/** An earlier identical call of this execution (AI Agent 3.x) that may have been charged. */
-	earlierUncertain?: Memo;
+	earlierUncertain?: Memo & { kind: 'uncertain' };
 	/** How the send is recorded: as the run's, or in a tool call's windows (no run to name). */
 	record: 'run' | 'tool';
 	/** The account check of a generation made under another key, once made. */
@@ -88,7 +88,7 @@ function fromMemory(facts: Facts): Verdict {
 	const { memo } = facts;
 	if (!memo) {
 		if (facts.earlierUncertain) {
-			return notSent({ code: 'reported', memo: facts.earlierUncertain as never, by: 'call' });
+			return notSent({ code: 'reported', memo: facts.earlierUncertain, by: 'call' });
 		}
 		return { kind: 'claim', claim: 'fresh' };
 	}
