@@ -14,6 +14,12 @@
 //   It also lacks everything else since that commit.
 // - `stubbed` (only with `--n8n-durable-builds=…,stubbed`): the package now with the store call
 //   answered in place in its code (durable.js patched in an unpacked copy), in its own n8n start.
+// `--n8n-durable-states=bound,off` runs only those row states (`with` build); `--n8n-durable-builds=with`
+// leaves the package before the record out (nothing packed from the old commit);
+// `--n8n-durable-downloads=0` runs Generate without its downloads (a batch of 10,000 in minutes; the
+// store's share is then read against the smallest batch). Each run also reads what the n8n process
+// wrote (`/proc/<pid>/io`: to storage, and through write calls), paired with the store answered in
+// place: the bytes the record writes per batch, next to the row's size × its record calls.
 // Every run reads the row back: at the bound n8n must have appended the run's N sends and dropped the
 // N oldest (so it read the row in that format); `off` and the other builds must have left it alone.
 //
@@ -169,11 +175,22 @@ function stubStore(packageDir) {
 		'generate',
 		'durable.js',
 	);
-	const call = 'await helpers.checkProcessedAndRecord(all, SCOPE, OPTIONS)';
+	const call = /await helpers\.checkProcessedAndRecord\((\w+), scope, this\.options\[scope\]\)/g;
 	const code = fs.readFileSync(file, 'utf8');
-	if (code.split(call).length !== 2)
-		throw new Error(`stubStore: ${file} no longer makes the call "${call}" once`);
-	fs.writeFileSync(file, code.replace(call, '({ new: all, processed: [] })'));
+	if ((code.match(call) ?? []).length !== 1)
+		throw new Error(`stubStore: ${file} no longer makes the call "${call.source}" once`);
+	fs.writeFileSync(file, code.replace(call, '({ new: $1, processed: [] })'));
+}
+
+/** What a process wrote (`/proc/<pid>/io`): to the storage layer (`write_bytes`) and through write calls (`wchar`). */
+function ioBytes(pid) {
+	try {
+		const text = fs.readFileSync(`/proc/${pid}/io`, 'utf8');
+		const field = (key) => Number(new RegExp(`^${key}: (\\d+)`, 'm').exec(text)?.[1] ?? NaN);
+		return { storage: field('write_bytes'), calls: field('wchar') };
+	} catch {
+		return { storage: NaN, calls: NaN };
+	}
 }
 
 /** Moves one build's unpacked package into the user folder's installed place (n8n loads it at start). */
@@ -213,37 +230,48 @@ async function measureRun({
 	items,
 	baseUrl,
 	binaryDir,
+	downloads,
 }) {
 	const count = items.length;
 	fs.rmSync(binaryDir, { recursive: true, force: true });
 	await env.control.clearRequests();
 	await hostStats(baseUrl, true);
 	const loadBefore = loadAverage();
-	const { response, peak, wallMs, cpuMs, threads } = await profiler.around(label, pid, async () => {
-		const cpuBefore = treeCpuMs(pid);
-		const threadsBefore = threadCpuMs(pid);
-		const started = performance.now();
-		const run = await peakRss(pid, () =>
-			call(`${n8n.url}/webhook/${workflowId}`, { method: 'POST', body: { items } }),
-		);
-		const threadsAfter = threadCpuMs(pid);
-		return {
-			...run,
-			response: run.value,
-			wallMs: performance.now() - started,
-			cpuMs: treeCpuMs(pid) - cpuBefore,
-			threads: Object.fromEntries(
-				Object.entries(threadsAfter).map(([kind, ms]) => [kind, ms - threadsBefore[kind]]),
-			),
-		};
-	});
+	const { response, peak, wallMs, cpuMs, threads, written } = await profiler.around(
+		label,
+		pid,
+		async () => {
+			const cpuBefore = treeCpuMs(pid);
+			const threadsBefore = threadCpuMs(pid);
+			const ioBefore = ioBytes(pid);
+			const started = performance.now();
+			const run = await peakRss(pid, () =>
+				call(`${n8n.url}/webhook/${workflowId}`, { method: 'POST', body: { items } }),
+			);
+			const threadsAfter = threadCpuMs(pid);
+			const ioAfter = ioBytes(pid);
+			return {
+				...run,
+				response: run.value,
+				wallMs: performance.now() - started,
+				written: {
+					storage: ioAfter.storage - ioBefore.storage,
+					calls: ioAfter.calls - ioBefore.calls,
+				},
+				cpuMs: treeCpuMs(pid) - cpuBefore,
+				threads: Object.fromEntries(
+					Object.entries(threadsAfter).map(([kind, ms]) => [kind, ms - threadsBefore[kind]]),
+				),
+			};
+		},
+	);
 	const load = [loadBefore, loadAverage()];
 	const { gc, store } = profiler.stats(label);
 	await settleRss(pid); // n8n saves the execution after answering: not on the next run's account
 	const host = await hostStats(baseUrl);
 	const generates = (await env.control.requests({ route: 'generate' })).length;
-	const result = { count, wallMs, cpuMs, threads, load, gc, store, peak };
-	if (response.status !== 200 || generates !== count || host.signedFile !== count)
+	const result = { count, wallMs, cpuMs, threads, written, load, gc, store, peak };
+	if (response.status !== 200 || generates !== count || host.signedFile !== (downloads ? count : 0))
 		result.problem = `HTTP ${response.status}, ${generates} generates and ${host.signedFile} signed-link downloads for ${count} items ${response.text.slice(0, 300)}`;
 	return result;
 }
@@ -269,6 +297,8 @@ export async function benchN8nDurable(
 		builds = ['with', 'without'],
 		rawCalls,
 		rawFills,
+		states: withStates = ['bound', 'empty', 'off'],
+		downloads = true,
 	},
 ) {
 	const log = env.log;
@@ -277,24 +307,32 @@ export async function benchN8nDurable(
 	const fetchMs = {};
 	const bareDir = fs.mkdtempSync(path.join(storage, 'bare-'));
 	for (const c of concurrencies) {
-		fetchMs[c] = (await bareFetchMs(baseUrl, endpoints.apiKey, bareDir, c)).ms;
-		log(`n8n durable: a bare client's fetch of ${c} images at once ${fetchMs[c].toFixed(1)} ms`);
+		fetchMs[c] = downloads ? (await bareFetchMs(baseUrl, endpoints.apiKey, bareDir, c)).ms : 0;
+		if (downloads)
+			log(`n8n durable: a bare client's fetch of ${c} images at once ${fetchMs[c].toFixed(1)} ms`);
 	}
 
 	const head = await git(['rev-parse', '--short', 'HEAD']);
 	log(`n8n durable: build + pack the package now (${head})`);
 	const withTarball = await packPackage();
-	const without = await packAt(base, storage, log);
+	// The package before the record only when it runs (`--n8n-durable-builds=with`: the row states only).
+	const without = builds.includes('without')
+		? await packAt(base, storage, log)
+		: { commit: base, tarball: undefined };
 	const user = await createUserFolder({
 		tarball: withTarball,
 		dir: fs.mkdtempSync(path.join(storage, 'n8n-durable-')),
 	});
-	const side = await createUserFolder({
-		tarball: without.tarball,
-		dir: fs.mkdtempSync(path.join(storage, 'n8n-durable-base-')),
-	});
-	const packages = { with: user.packageDir, without: side.packageDir };
-	const sides = [side];
+	const packages = { with: user.packageDir };
+	const sides = [];
+	if (without.tarball) {
+		const side = await createUserFolder({
+			tarball: without.tarball,
+			dir: fs.mkdtempSync(path.join(storage, 'n8n-durable-base-')),
+		});
+		packages.without = side.packageDir;
+		sides.push(side);
+	}
 	if (builds.includes('stubbed')) {
 		const stubbed = await createUserFolder({
 			tarball: withTarball,
@@ -304,7 +342,7 @@ export async function benchN8nDurable(
 		packages.stubbed = stubbed.packageDir;
 		sides.push(stubbed);
 	}
-	for (const tarball of [withTarball, without.tarball])
+	for (const tarball of [withTarball, without.tarball].filter(Boolean))
 		fs.rmSync(path.dirname(tarball), { recursive: true, force: true });
 	const install = installer(user, packages);
 	for (const folder of sides) folder.cleanup();
@@ -314,10 +352,16 @@ export async function benchN8nDurable(
 	]);
 	const FLOOR = 'benchDurableFloor';
 	const workflowOfC = (c) => `benchDurableC${c}`;
-	const workflows = [
-		floorBatch(FLOOR),
-		...concurrencies.map((c) => imagePackBatch(workflowOfC(c), c)),
-	];
+	// `--n8n-durable-downloads=0`: Generate without its downloads, so that a batch of 10,000 runs in
+	// minutes and the store's share is read against the smallest batch (downloads only add to it).
+	const batchOf = (c) => {
+		const workflow = imagePackBatch(workflowOfC(c), c);
+		if (!downloads)
+			for (const n of workflow.nodes)
+				if (n.parameters?.options?.downloadImages) n.parameters.options.downloadImages = false;
+		return workflow;
+	};
+	const workflows = [floorBatch(FLOOR), ...concurrencies.map(batchOf)];
 	await importWorkflow(user.dir, workflows);
 	for (const workflow of workflows) await publishWorkflow(user.dir, workflow.id);
 
@@ -374,7 +418,7 @@ export async function benchN8nDurable(
 				await settleRss(pid);
 				await env.control.setLatency('generate', latencyMs);
 				// The package now: its row at the bound, empty, or n8n's store answered in place (row untouched).
-				const states = build === 'with' ? ['bound', 'empty', 'off'] : ['bound'];
+				const states = build === 'with' ? withStates : ['bound'];
 				for (const count of sizes) {
 					const items = products(count);
 					for (let run = 0; run < 3; run++) {
@@ -393,7 +437,8 @@ export async function benchN8nDurable(
 									context,
 									value: state === 'empty' ? null : { mode: 'entries', data: fillers.get(count) },
 								});
-								profiler.storeOff(state === 'off');
+								// In place, a count of the row answers the bound: the node takes the path it takes on it.
+								profiler.storeOff(state === 'off', boundFor(count));
 								const label = `durable-s${session + 1}-${key}-n${count}-c${c}-run${round + 1}`;
 								log(
 									`n8n durable: N=${count}, c=${c}, ${key}, session ${session + 1}, run ${round + 1}`,
@@ -408,6 +453,7 @@ export async function benchN8nDurable(
 									items,
 									baseUrl,
 									binaryDir,
+									downloads,
 								});
 								// The row as n8n left it: the proof that it read the bench's row (or, without the record, never touched it).
 								const row = await readRow(user.dir, workflowId, context);
@@ -430,9 +476,10 @@ export async function benchN8nDurable(
 										.join('; ');
 								Object.assign(result, { key, c, session, round, rowBytes: row.bytes });
 								const calls = result.store.checkProcessedAndRecord;
+								const counts = result.store.getProcessedDataCount ?? { calls: 0, totalMs: 0 };
 								log(
 									`  wall ${(result.wallMs / 1000).toFixed(2)} s, CPU ${(result.cpuMs / count).toFixed(1)} ms per item (${threadsPerItem(result.threads, count)}; load ${result.load.map((l) => l.toFixed(1)).join(' → ')}); ` +
-										`store: ${calls.calls} records (median ${calls.medianMs.toFixed(1)} ms, p90 ${calls.p90Ms.toFixed(1)}, max ${calls.maxMs.toFixed(1)}), ${result.store.removeProcessed.calls} releases; row ${row.entries} entries, ${(row.bytes / 1024).toFixed(0)} KiB` +
+										`store: ${calls.calls} records (median ${calls.medianMs.toFixed(1)} ms, p90 ${calls.p90Ms.toFixed(1)}, max ${calls.maxMs.toFixed(1)}, total ${(calls.totalMs / 1000).toFixed(2)} s), ${result.store.removeProcessed.calls} releases, ${counts.calls} counts (${counts.totalMs.toFixed(0)} ms), ${result.store.answeredInPlace ?? 0} answered in place; row ${row.entries} entries, ${(row.bytes / 1024).toFixed(0)} KiB; n8n wrote ${(result.written.storage / 2 ** 20).toFixed(1)} MiB to storage, ${(result.written.calls / 2 ** 20).toFixed(1)} MiB through write calls` +
 										(result.problem ? `; PROBLEM: ${result.problem}` : ''),
 								);
 								results.push(result);
@@ -492,6 +539,7 @@ export async function benchN8nDurable(
 		base: without.commit,
 		sessions: order.length,
 		rawCalls,
+		downloads,
 	});
 }
 
@@ -523,9 +571,17 @@ function cell(results, key, count, c) {
 		storeMaxMs: records.length ? Math.max(...records.map((s) => s.maxMs)) : 0,
 		storeMsPerItem: median(
 			runs.map(
-				(r) => (r.store.checkProcessedAndRecord.totalMs + r.store.removeProcessed.totalMs) / count,
+				(r) =>
+					(r.store.checkProcessedAndRecord.totalMs +
+						r.store.removeProcessed.totalMs +
+						(r.store.getProcessedDataCount?.totalMs ?? 0)) /
+					count,
 			),
 		),
+		recordCalls: median(runs.map((r) => r.store.checkProcessedAndRecord.calls)),
+		rowBytes: median(runs.map((r) => r.rowBytes)),
+		writtenStorage: median(runs.map((r) => r.written?.storage ?? NaN)),
+		writtenCalls: median(runs.map((r) => r.written?.calls ?? NaN)),
 		load: [Math.min(...runs.flatMap((r) => r.load)), Math.max(...runs.flatMap((r) => r.load))],
 		problem:
 			runs
@@ -538,11 +594,24 @@ function cell(results, key, count, c) {
 export function durableFigures(
 	results,
 	raw,
-	{ sizes, concurrencies, latencyMs, fetchMs, floors, imageBytes, head, base, sessions, rawCalls },
+	{
+		sizes,
+		concurrencies,
+		latencyMs,
+		fetchMs,
+		floors,
+		imageBytes,
+		head,
+		base,
+		sessions,
+		rawCalls,
+		downloads = true,
+	},
 ) {
 	const figures = [];
 	const mib = (imageBytes / 2 ** 20).toFixed(0);
-	const group = `N8N-3. The durable record of each paid send in a real n8n 2.41.1 (SQLite): the batch (Generate + download of ${mib} MiB images, latency ${latencyMs} ms), the package now (${head}) with its row at the bound, empty, or n8n's store answered in place, vs the package before the record (${base})`;
+	const job = downloads ? `Generate + download of ${mib} MiB images` : 'Generate, no downloads';
+	const group = `N8N-3. The durable record of each paid send in a real n8n 2.41.1 (SQLite): the batch (${job}, latency ${latencyMs} ms), the package now (${head}) with its row at the bound, empty, or n8n's store answered in place, vs the package before the record (${base})`;
 	const note =
 		`Durable record: one batch workflow and n8n user folder. The package now runs with its processed_data row at its bound (${RECORD_LIMITS.sends.toLocaleString('en-US')} entries before the run, written in n8n's format; after it n8n has appended the N sends and dropped the N oldest, checked), with no row ("empty"), and with n8n's store answering in place ("in place": the same code without the database round trip), run by run in the same n8n start. ` +
 		`The package built from ${base} (the commit before the record; everything since is missing from it too) runs in its own n8n starts; the builds take turns over ${sessions} starts. ` +
@@ -571,6 +640,24 @@ export function durableFigures(
 			})
 			.filter((ratio) => ratio !== undefined);
 		return ratios.length ? median(ratios) : undefined;
+	};
+	/** The median difference pick(a) − pick(b) of runs made one after the other (same session and round). */
+	const pairedDelta = (a, b, count, c, pick) => {
+		const deltas = results
+			.filter((r) => r.key === a && r.count === count && r.c === c)
+			.map((r) => {
+				const other = results.find(
+					(o) =>
+						o.key === b &&
+						o.count === count &&
+						o.c === c &&
+						o.session === r.session &&
+						o.round === r.round,
+				);
+				return other ? pick(r) - pick(other) : undefined;
+			})
+			.filter((delta) => delta !== undefined);
+		return deltas.length ? median(deltas) : undefined;
 	};
 	for (const c of concurrencies) {
 		for (const count of sizes) {
@@ -665,6 +752,32 @@ export function durableFigures(
 						`stubbed (${runsOf(stubbed)}, ${overIdeal(stubbed)})`,
 					),
 				);
+			if (inPlace) {
+				// What the record adds per generated item, paired run by run with the store answered in place.
+				const perItem = (pick) => pairedDelta('bound', 'off', count, c, (r) => pick(r) / count);
+				const wall = perItem((r) => r.wallMs);
+				const cpu = perItem((r) => r.cpuMs);
+				const main = perItem((r) => r.threads.main);
+				const storage = pairedDelta('bound', 'off', count, c, (r) => r.written.storage);
+				figures.push(
+					figure({
+						group,
+						figure: `${at} what the record at its bound adds per item, paired with the store answered in place: wall (n8n CPU ${cpu?.toFixed(2)} ms, of it the JavaScript thread ${main?.toFixed(2)} ms; time in n8n's store ${bound.storeMsPerItem.toFixed(2)} ms per item, ${(bound.recordCalls / count).toFixed(3)} record calls per item)`,
+						measured: wall ?? NaN,
+						ideal: null,
+						unit: 'ms',
+						target: '—',
+					}),
+					figure({
+						group,
+						figure: `${at} bytes written per batch with the record at its bound: the row (${(bound.rowBytes / 1024).toFixed(0)} KiB) × ${bound.recordCalls} record calls; n8n's writes to storage, paired − in place: ${storage === undefined ? '?' : `${(storage / 2 ** 20).toFixed(1)} MiB`}`,
+						measured: bound.rowBytes * bound.recordCalls,
+						ideal: null,
+						unit: 'bytes',
+						target: '—',
+					}),
+				);
+			}
 			if (before) figures.push(cpuFigure('record at its bound', bound, before, 'without'));
 			if (inPlace) figures.push(cpuFigure('record at its bound', bound, inPlace, 'in place'));
 			if (empty && inPlace)
@@ -681,20 +794,22 @@ export function durableFigures(
 					target: '—',
 				}),
 			);
-			// Each item's record is made before its send, in one line per node: at c = 1 every call is on
-			// the batch's path, so the time in the store is what the record adds to the wall time, read
-			// inside n8n rather than as the difference of two noisy batches. At c > 1 the lanes overlap it
-			// (and wait for each other's calls, which this does not count).
+			// Each item's record is made before its send, in one line per node. Below
+			// `RECORD_LIMITS.claimAheadAt` every call is on the batch's path at c = 1, so the time in the
+			// store is what the record adds to the wall time. From it on (the row at its cap is), a lane
+			// writes the next item's claim while its send runs: the time is off the path as long as a call
+			// lasts less than a generation, and the paired wall above is the figure.
+			const onPath = c === 1 && boundFor(count) < RECORD_LIMITS.claimAheadAt;
 			const reference = inPlace ?? before;
 			if (reference)
 				figures.push(
 					figure({
 						group,
-						figure: `${at} time in n8n's store over the run at the bound (${ms(bound.storeMsPerItem * count)}; empty row ${ms((empty?.storeMsPerItem ?? 0) * count)}) vs 2 % of the batch ${reference === inPlace ? 'with the store answered in place' : 'without the record'}${c === 1 ? ' (c = 1: all of it on the path)' : ' (lanes overlap it)'}`,
+						figure: `${at} time in n8n's store over the run at the bound (${ms(bound.storeMsPerItem * count)}; empty row ${ms((empty?.storeMsPerItem ?? 0) * count)}) vs 2 % of the batch ${reference === inPlace ? 'with the store answered in place' : 'without the record'}${onPath ? ' (c = 1: all of it on the path)' : c === 1 ? ' (claimed ahead: behind the sends)' : ' (lanes overlap it)'}`,
 						measured: bound.storeMsPerItem * count,
 						ideal: 0.02 * reference.wallMs,
 						unit: 'ms',
-						...(c === 1 ? { maxRatio: 1, target: '≤ 2 % of the batch' } : { target: '—' }),
+						...(onPath ? { maxRatio: 1, target: '≤ 2 % of the batch' } : { target: '—' }),
 					}),
 				);
 		}

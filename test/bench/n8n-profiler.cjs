@@ -12,10 +12,12 @@
 // run left, and the heap limit V8 set from its allocation rate, fall on the next build's CPU
 // (BENCH_N8N_NO_COLLECT=1 to leave the heap as it is).
 // n8n's deduplication store (the durable record of paid sends, generate/durable.ts) is timed in every
-// run: each call of DeduplicationHelper's checkProcessedAndRecord / removeProcessed, its wall time from
-// call to answer (the row read, the JSON, the SQLite write), in <label>.json as `store`; with a file
-// <dir>/store-off present when a run starts, the store answers in place instead (every value new, nothing
-// read or written: the node's code unchanged, without the database round trip). A SIGUSR2 with
+// run: each call of DeduplicationHelper's checkProcessedAndRecord / removeProcessed /
+// getProcessedDataCount, its wall time from call to answer (the row read, the JSON, the SQLite write),
+// in <label>.json as `store`; with a file <dir>/store-off present when a run starts, the store answers
+// in place instead (every value new, nothing read or written; a count answers the number the file holds,
+// 0 if none, so the node takes the same path as on the row it stands for: the node's code unchanged,
+// without the database round trip). A SIGUSR2 with
 // <dir>/command.json present runs that command instead of starting or stopping a run: `storeCalls`
 // makes `calls` sequential checkProcessedAndRecord calls of one new value each (then removeProcessed of
 // the same values) on a row the bench prepared, through n8n's own DataDeduplicationService, and
@@ -75,6 +77,9 @@ if (dir) {
 			gc: {},
 			store: {},
 			storeOff: fs.existsSync(path.join(dir, 'store-off')),
+			storeOffCount: fs.existsSync(path.join(dir, 'store-off'))
+				? Number(fs.readFileSync(path.join(dir, 'store-off'), 'utf8').trim() || 0)
+				: 0,
 			externalMemoryGcs: 0,
 			cpu: process.cpuUsage(),
 			started: performance.now(),
@@ -125,7 +130,7 @@ if (dir) {
 	// n8n's modules, once loaded (CommonJS: in require.cache under their paths).
 	const loaded = (suffix) =>
 		Object.entries(require.cache).find(([file]) => file.endsWith(suffix))?.[1]?.exports;
-	const storeMethods = ['checkProcessedAndRecord', 'removeProcessed'];
+	const storeMethods = ['checkProcessedAndRecord', 'removeProcessed', 'getProcessedDataCount'];
 	let timedStore = false;
 	function timeStore() {
 		if (timedStore) return;
@@ -139,6 +144,7 @@ if (dir) {
 				// `store-off` (read when a run starts): answered in place, as if every value were new.
 				if (run?.storeOff) {
 					run.store.answeredInPlace = (run.store.answeredInPlace ?? 0) + 1;
+					if (method === 'getProcessedDataCount') return run.storeOffCount;
 					return method === 'checkProcessedAndRecord' ? { new: args[0], processed: [] } : undefined;
 				}
 				const started = performance.now();

@@ -334,10 +334,13 @@ export function runProfiler(profDir, gcOnly = false) {
 		gc: (label) => JSON.parse(fs.readFileSync(path.join(dir, `${label}.json`), 'utf8')).gc,
 		/** Everything the profiler wrote for a run or a command (its <label>.json). */
 		stats: (label) => JSON.parse(fs.readFileSync(path.join(dir, `${label}.json`), 'utf8')),
-		/** From the next run on, n8n's deduplication store answers in place (every value new) or not. */
-		storeOff(off) {
+		/**
+		 * From the next run on, n8n's deduplication store answers in place (every value new; a count of
+		 * the row answers `count`) or not.
+		 */
+		storeOff(off, count = 0) {
 			const flag = path.join(dir, 'store-off');
-			if (off) fs.writeFileSync(flag, '');
+			if (off) fs.writeFileSync(flag, String(count));
 			else fs.rmSync(flag, { force: true });
 		},
 		/** Runs a command of the profiler inside n8n (n8n-profiler.cjs, `command.json`). */
@@ -755,6 +758,8 @@ export async function benchN8n(
 				builds: durable.builds ?? ['with', 'without'],
 				rawCalls: durable.rawCalls ?? 100,
 				rawFills: durable.rawFills ?? [0, 1_000, 10_000],
+				states: durable.states ?? ['bound', 'empty', 'off'],
+				downloads: durable.downloads ?? true,
 			})),
 		);
 	}
