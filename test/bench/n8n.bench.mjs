@@ -738,9 +738,29 @@ export async function benchN8n(
 		runs,
 		drain = {},
 		durable = {},
+		credentials = {},
 	},
 ) {
 	const figures = [];
+	if (parts.includes('credentials')) {
+		const { benchN8nCredentials } = await import('./credentials.bench.mjs');
+		figures.push(
+			...(await benchN8nCredentials(env, {
+				endpoints,
+				storage,
+				sizes: sizes ?? [200],
+				concurrencies: concurrencies ?? [1, 8],
+				latencyMs: latencyMs ?? 100,
+				runs: runs ?? (quick ? 1 : 3),
+				sessions: credentials.sessions ?? (quick ? 2 : 4),
+				base: credentials.base ?? '4b01bcc',
+				beforeTarball: credentials.before,
+				nowTarball: credentials.now,
+				downloads: credentials.downloads ?? false,
+				gcStatsDir,
+			})),
+		);
+	}
 	if (parts.includes('durable')) {
 		const { benchN8nDurable } = await import('./durable.bench.mjs');
 		figures.push(
