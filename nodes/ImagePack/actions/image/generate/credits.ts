@@ -20,6 +20,7 @@ import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 
 import { imagePackError } from '../../../shared/errors';
 import { contextData } from '../../tool';
+import { nodeName } from './identity';
 
 export const HOUR_MS = 60 * 60_000;
 
@@ -124,7 +125,7 @@ export function reserveCredits(
 ): (charged: number) => void {
 	let settleHour: (charged: number) => void = () => {};
 	if (maxCreditsPerHour > 0) {
-		const node = `${ctx.getWorkflow().id ?? ''} ${ctx.getNode().id}`;
+		const node = nodeName(ctx);
 		if (estimate > maxCreditsPerHour) {
 			throw capReached(
 				ctx,

@@ -12,6 +12,8 @@
  */
 import type { IExecuteFunctions } from 'n8n-workflow';
 
+import { nodeName } from './identity';
+
 /**
  * The rows' hard caps, in values. The node's row holds its sends (one per item, a send again after a
  * retried execution's record, a tool call's two windows): 12,000 hold a 10,000-item run and what runs
@@ -132,8 +134,7 @@ export class DurableRecord {
 
 	constructor(ctx: IExecuteFunctions) {
 		this.helpers = ctx.helpers as unknown as Partial<DeduplicationHelpers>;
-		const workflow = ctx.getWorkflow().id ?? '';
-		this.lines = { node: `${workflow} ${ctx.getNode().id}`, workflow: `${workflow} ` };
+		this.lines = { node: nodeName(ctx), workflow: `${ctx.getWorkflow().id ?? ''} ` };
 	}
 
 	/**

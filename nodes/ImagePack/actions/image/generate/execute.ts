@@ -16,20 +16,11 @@ import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { errorFacts, errorMessage, imagePackError } from '../../../shared/errors';
 import { type Connection, connectionsPerItem, generate, proveOwnership } from '../../../transport';
 import { addHints, asNodeError, eachItem } from '../../items';
-import { contextData, isToolExecution, runsAsTool } from '../../tool';
+import { isToolExecution, runsAsTool } from '../../tool';
 import { reserveCredits } from './credits';
 import { type Claimed, DurableRecord, RECORD_LIMITS, type Settled } from './durable';
 import { type Paid, heldAnswer } from './held';
-import {
-	type Ask,
-	type ItemIdentity,
-	againValue,
-	digestOf,
-	identify,
-	occurrences,
-	runName,
-	toolWindows,
-} from './identity';
+import { type ItemIdentity, againValue, toolWindows } from './identity';
 import {
 	type Answered,
 	type Finish,
@@ -39,6 +30,7 @@ import {
 	outputOf,
 } from './output';
 import { type ItemPlan, type ItemRun, planItem } from './plan';
+import { identities, openMemory } from './recall';
 import { type Memo, type Outcome, RunMemory, type StoredFailure } from './stores';
 import {
 	type Claim,
@@ -67,6 +59,8 @@ interface Run {
 	/** Claims written ahead of their item's turn (`claimAhead`), by item; only on a large row. */
 	ahead: Map<number, Ahead>;
 	claimsAhead: boolean;
+	/** Idempotency Keys two or more items of the run have (counted once, not per claim). */
+	twinKeys: Set<string>;
 }
 
 interface Ahead {
@@ -84,104 +78,6 @@ interface Item extends ItemRun {
 	 * call's windows.
 	 */
 	record: 'run' | 'tool';
-}
-
-/**
- * The run index n8n gives this run of the node: one per run of a node in a loop, one per tool call
- * of an agent, the same for every Retry On Fail try and for a retried execution's rerun of the
- * failed run.
- */
-export function runIndexOf(ctx: IExecuteFunctions): number {
-	try {
-		const value: unknown = ctx.getWorkflowDataProxy(0).$runIndex;
-		if (typeof value === 'number') return value;
-	} catch {
-		// Fall through to the context's own field (n8n-core's contexts have had it since 1.x).
-	}
-	const field = (ctx as { runIndex?: unknown }).runIndex;
-	return typeof field === 'number' ? field : 0;
-}
-
-/**
- * The records of this run, in the node's execution context data: n8n saves it with the execution
- * and copies it into a retry of it (*Executions → Retry*), and nowhere else.
- */
-function openMemory(ctx: IExecuteFunctions, asTool: boolean): RunMemory {
-	// AI Agent 2.x runs a tool call in its own context (isToolExecution) and tries it again only when
-	// it throws, under a new run index; as a tool this node never throws (router.ts). Each call is
-	// its own generation there, so nothing is kept.
-	if (isToolExecution(ctx)) return new RunMemory({}, 0, '');
-	const store = contextData(ctx, 'node');
-	const memory = new RunMemory(store, runIndexOf(ctx), String(ctx.getExecutionId?.() ?? ''));
-	if (!asTool) memory.forgetEarlierRuns();
-	return memory;
-}
-
-/** What an item asks: its request and language, an AI Agent 3.x call's id, the user's key. */
-function askOf(ctx: IExecuteFunctions, itemIndex: number, plan: ItemPlan): Ask {
-	const toolCallId: unknown = ctx.getInputData()[itemIndex]?.json?.toolCallId;
-	return {
-		body: plan.request.body,
-		language: plan.options.acceptLanguage,
-		call: typeof toolCallId === 'string' ? toolCallId : '',
-		idempotencyKey: plan.options.idempotencyKey,
-	};
-}
-
-/**
- * The memory's record of the item, if it is this item's: within one execution the workflow cannot
- * change, so a request that moved between Retry On Fail's tries ($now, a random value) is the same
- * item unless an agent's call id says otherwise; across executions the request must be the same.
- */
-function recognised(memo: Memo | undefined, ask: Ask, digest: string, executionId: string) {
-	if (!memo) return undefined;
-	const same =
-		memo.executionId === executionId ? (memo.call ?? '') === ask.call : memo.digest === digest;
-	return same ? memo : undefined;
-}
-
-/** Each item's identity and recognised record, made once for the node run (identity.ts). */
-function identities(
-	run: Run,
-	plans: Array<ItemPlan | Error>,
-	connections: Array<Connection | undefined>,
-) {
-	const { ctx, memory } = run;
-	const node = `${ctx.getWorkflow().id ?? ''} ${ctx.getNode().id}`;
-	const name = runName(ctx);
-	// Who asks is each item's own account (its credential may resolve per item).
-	const placeOf = (itemIndex: number) => ({
-		node,
-		run: name,
-		fingerprint: connections[itemIndex]!.fingerprint,
-	});
-	const asks = plans.map((plan, itemIndex) =>
-		plan instanceof Error ? undefined : askOf(ctx, itemIndex, plan),
-	);
-	const memos = asks.map((ask, itemIndex) => {
-		if (!ask) return undefined;
-		return recognised(memory.recall(itemIndex), ask, digestOf(ask), memory.executionId);
-	});
-	const digests = asks.map((ask, index) => ask && (memos[index]?.digest ?? digestOf(ask)));
-	const calls = asks
-		.map((ask) => ask?.call ?? '')
-		.join(' ')
-		.trim();
-	const before = memory.askedBefore(calls);
-	const counted = occurrences(
-		digests,
-		memos.map((memo) => memo?.occurrence),
-		before,
-	);
-	memory.asked(before, counted.after, calls);
-	return asks.map((ask, index) =>
-		ask
-			? {
-					identity: identify(placeOf(index), ask, digests[index]!, counted.occurrence[index]),
-					memo: memos[index],
-				}
-			: undefined,
-	);
 }
 
 /** The values a claim records: the run's send, a tool call's windows, or a send again; the key. */
@@ -244,7 +140,7 @@ function claimAhead(run: Run, next: number): void {
 	const item = run.items[next];
 	if (!run.claimsAhead || !item || item.record !== 'run' || run.ahead.has(next)) return;
 	const { key } = item.identity;
-	if (key && run.items.some((other) => other !== item && other?.identity.key === key)) return;
+	if (key && run.twinKeys.has(key)) return;
 	const decided = verdict(factsOf(run, item));
 	if (decided.kind !== 'claim') return;
 	const claimed = claimSend(run, item, decided.claim);
@@ -492,8 +388,9 @@ export async function execute(
 		lanes: 1,
 		ahead: new Map(),
 		claimsAhead: false,
+		twinKeys: new Set(),
 	};
-	const known = identities(run, plans, connections);
+	const known = identities(this, run.memory, plans, connections);
 	run.items = plans.map((plan, itemIndex) => {
 		if (plan instanceof Error) return undefined;
 		// Held for an answer bound, or an AI Agent 2.x call: no run to name (verdict.ts `Facts`).
@@ -502,6 +399,11 @@ export async function execute(
 		const connection = connections[itemIndex]!;
 		return { ctx: this, connection, asTool, itemIndex, plan, ...known[itemIndex]!, record };
 	});
+	const seen = new Set<string>();
+	for (const key of run.items.map((item) => item?.identity.key)) {
+		if (key && seen.has(key)) run.twinKeys.add(key);
+		if (key) seen.add(key);
+	}
 	// Clear Idempotency Key: each key once per run, before any claim, so a twin row finds it used.
 	const cleared = known.filter(
 		(entry, itemIndex) =>

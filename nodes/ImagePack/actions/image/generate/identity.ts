@@ -48,6 +48,11 @@ export function runName(ctx: IExecuteFunctions): string {
 	return `execution ${ctx.getExecutionId?.() ?? ''}`;
 }
 
+/** The workflow's node, as every record of the node names it. */
+export function nodeName(ctx: IExecuteFunctions): string {
+	return `${ctx.getWorkflow().id ?? ''} ${ctx.getNode().id}`;
+}
+
 /** How long a tool call's record answers a repeat: one window, and the next (one to two hours). */
 export const TOOL_WINDOW_MS = 60 * 60_000;
 
