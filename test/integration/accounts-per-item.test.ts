@@ -9,6 +9,7 @@ import type { IDataObject, INodeExecutionData, INodeParameters } from 'n8n-workf
 import { ImagePack } from '../../nodes/ImagePack/ImagePack.node';
 import { useEmulator } from '../harness/emulator';
 import { runInEngine } from '../harness/engine';
+import { credentialReads } from '../harness/n8n';
 
 const emulator = useEmulator();
 
@@ -160,5 +161,78 @@ describe('one credential, an API Key per item', () => {
 		expect(
 			(await emulator.control.requests({ route: 'file' })).map((entry) => entry.accountId),
 		).toEqual([emulator.accountId, b.accountId]);
+	});
+});
+
+describe('how often the credential is read', () => {
+	/** Runs Generate over `runs` (a loop's batches) with `apiKey`; returns the reads and who paid what. */
+	async function reads(apiKey: string, runs: INodeExecutionData[][]) {
+		credentialReads.count = 0;
+		await emulator.control.clearRequests();
+		const result = await runInEngine({
+			nodeType: new ImagePack(),
+			parameters: generate({ concurrency: 2 }),
+			credentials: { baseUrl: emulator.baseUrl, apiKey },
+			runs,
+			errorOutput: true,
+		});
+		const log = await emulator.control.requests({ route: 'generate' });
+		return {
+			result,
+			count: credentialReads.count,
+			accounts: Object.fromEntries(log.map((entry) => [entry.prompt, entry.accountId])),
+		};
+	}
+	const rows = (count: number, first = 0, extra: IDataObject = {}) =>
+		Array.from({ length: count }, (_, index) => ({
+			json: { sku: `sku ${first + index}`, ...extra },
+		}));
+
+	it('a credential that does not depend on the item: three reads for the run, one per later run', async () => {
+		const plain = await reads(emulator.apiKey, [rows(6)]);
+		expect(plain.result.output).toHaveLength(6);
+		expect(plain.count).toBe(3);
+		// An expression that reads no item ("={{ 'sk_…' }}") is the same for every row.
+		const constant = await reads(`={{ "${emulator.apiKey}" }}`, [rows(6, 10)]);
+		expect(constant.count).toBe(3);
+		expect(new Set(Object.values(constant.accounts))).toEqual(new Set([emulator.accountId]));
+		// A loop's batches in one execution: the answer holds for the later runs.
+		const loop = await reads(emulator.apiKey, [rows(4, 20), rows(4, 24), rows(4, 28)]);
+		expect(loop.result.output).toHaveLength(4);
+		expect(Object.keys(loop.accounts)).toHaveLength(12);
+		expect(loop.count).toBe(3 + 1 + 1);
+	});
+
+	it('a key picked by $itemIndex, round robin over two accounts: read per item', async () => {
+		const b = await seller();
+		const apiKey = `={{ ["${emulator.apiKey}", "${b.apiKey}"][$itemIndex % 2] }}`;
+		// With 4 rows the index past the input (4) picks row 0's key; its neighbour (5) does not.
+		const picked = await reads(apiKey, [rows(4)]);
+		expect(picked.accounts).toEqual({
+			'sku 0': emulator.accountId,
+			'sku 1': b.accountId,
+			'sku 2': emulator.accountId,
+			'sku 3': b.accountId,
+		});
+		expect(picked.count).toBe(3 + 3);
+	});
+
+	it('a key read from the item, over a loop of batches: every row of every batch its own', async () => {
+		const b = await seller();
+		const keyed = (count: number, first: number) =>
+			rows(count, first).map((row, index) => ({
+				json: { ...row.json, apiKey: (first + index) % 3 === 0 ? b.apiKey : emulator.apiKey },
+			}));
+		const loop = await reads('={{ $json.apiKey }}', [keyed(3, 0), keyed(3, 3)]);
+		expect(loop.accounts).toEqual(
+			Object.fromEntries(
+				Array.from({ length: 6 }, (_, index) => [
+					`sku ${index}`,
+					index % 3 === 0 ? b.accountId : emulator.accountId,
+				]),
+			),
+		);
+		// Run 0: item 0, the failed look past the input, items 1 and 2; run 1: each item.
+		expect(loop.count).toBe(4 + 3);
 	});
 });
