@@ -11,6 +11,8 @@ import { createHash } from 'crypto';
 import { DataDeduplicationService } from 'n8n-core';
 import type { ICheckProcessedContextData, ICheckProcessedOptions } from 'n8n-workflow';
 
+import { forgetProcessRecords } from '../../nodes/ImagePack/actions/image/generate/durable';
+
 type Scope = 'node' | 'workflow';
 
 const rows = new Map<string, string[]>();
@@ -89,11 +91,17 @@ export function installDeduplicationStore(): void {
 /** Forgets every row (between tests that must not see each other's records). */
 export function clearDeduplicationStore(): void {
 	rows.clear();
+	forgetProcessRecords(); // a new n8n instance is a new process
 	storeCalls.failNext = 0;
 }
 
 /** The stand-in itself, for the test that shows it races as n8n's store does. */
 export const deduplicationStandIn = standIn;
+
+/** The number of values in the workflow's row: the node's claims and Idempotency Keys. */
+export function claimedCount(workflowId = 'test-workflow'): number {
+	return rows.get(`${workflowId} `)?.length ?? 0;
+}
 
 /** The number of values recorded for the harness's node (`n:node-under-test`). */
 export function recordedCount(workflowId = 'test-workflow', nodeId = 'node-under-test'): number {

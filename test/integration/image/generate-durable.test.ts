@@ -9,8 +9,16 @@ import type { IDataObject, INodeExecutionData, INodeParameters, INodeType } from
 import { sleep } from 'n8n-workflow';
 
 import { ImagePack } from '../../../nodes/ImagePack/ImagePack.node';
-import { RECORD_LIMITS } from '../../../nodes/ImagePack/actions/image/generate/durable';
-import { deduplicationStandIn, recordedCount, storeCalls } from '../../harness/deduplication';
+import {
+	RECORD_LIMITS,
+	forgetProcessRecords,
+} from '../../../nodes/ImagePack/actions/image/generate/durable';
+import {
+	claimedCount,
+	deduplicationStandIn,
+	recordedCount,
+	storeCalls,
+} from '../../harness/deduplication';
 import { useEmulator } from '../../harness/emulator';
 import {
 	type EngineOptions,
@@ -194,12 +202,34 @@ describe('the record', () => {
 		const options = engine({ parameters: generate({ concurrency: 8 }), runs: [items(skus)] });
 		const [first, second] = await Promise.all([runInEngine(options), runInEngine(options)]);
 		expect(await requestsPer(skus)).toEqual(Array(16).fill(2));
-		expect(recordedCount()).toBe(32);
+		// Claimed in the workflow's row (fewer than RECORD_LIMITS.moveAt: not moved yet).
+		expect(claimedCount()).toBe(32);
 		for (const killed of [first, second]) {
 			const retry = await retryAfterKill(killed);
 			expect(codes(retry)).toEqual(Array(16).fill('interrupted_send'));
 		}
 		expect(await requestsPer(skus)).toEqual(Array(16).fill(2));
+	});
+
+	it('paid sends move to the node’s row in groups: claims stay in a small row, a retry finds both', async () => {
+		const many = Array.from({ length: 250 }, (_unused, index) => `bulk ${index}`);
+		const killed = await runInEngine(
+			engine({ parameters: generate({ concurrency: 8 }), runs: [items(many)] }),
+		);
+		expect(killed.output).toHaveLength(250);
+		// One group of RECORD_LIMITS.moveAt moved (and the run's `began` value); the rest still claimed.
+		expect(RECORD_LIMITS.moveAt).toBe(200);
+		expect(recordedCount()).toBe(1 + 200);
+		expect(claimedCount()).toBe(50);
+		forgetProcessRecords(); // n8n killed: its process's queue is gone, its rows are not
+		const more = [
+			...many,
+			...Array.from({ length: 10 }, (_unused, index) => `bulk ${250 + index}`),
+		];
+		const retry = await retryAfterKill(killed, { runs: [items(more)] });
+		expect(codes(retry)).toEqual(Array(250).fill('interrupted_send'));
+		expect(retry.output).toHaveLength(10);
+		expect(await requestsPer(more)).toEqual(Array(260).fill(1));
 	});
 
 	it('(the stand-in races as n8n’s store does: unordered calls lose records)', async () => {
@@ -248,13 +278,15 @@ describe('the record', () => {
 		expect(storeCalls.record - calls).toBeLessThan(2 * many.length);
 	});
 
-	it('on a large row a lane claims the next item while it sends: at most one claim ahead per lane', async () => {
+	it('on a large claims’ row a lane claims the next item while it sends: at most one claim ahead per lane', async () => {
 		const context = { workflow: { id: 'test-workflow' }, node: { id: 'node-under-test' } } as never;
 		const older = Array.from(
 			{ length: RECORD_LIMITS.claimAheadAt },
 			(_unused, index) => `older ${index}`,
 		);
-		await deduplicationStandIn.checkProcessedAndRecord(older, 'node', context, { mode: 'entries' });
+		await deduplicationStandIn.checkProcessedAndRecord(older, 'workflow', context, {
+			mode: 'entries',
+		});
 		// Product 4's answer held: products 1–3 are sent, product 4 in flight, product 5 claimed ahead.
 		await emulator.control.injectFault({
 			route: 'generate',
@@ -264,12 +296,12 @@ describe('the record', () => {
 		});
 		const running = runInEngine(engine());
 		await waitUntil(async () => (await emulator.control.held()).length === 1);
-		await waitUntil(async () => recordedCount() === older.length + 5);
+		await waitUntil(async () => claimedCount() === older.length + 5);
 		expect(await requestsPer()).toEqual([1, 1, 1, 1, 0, 0, 0, 0]);
 		await emulator.control.releaseHeld();
 		const done = await running;
 		expect(done.output).toHaveLength(8);
-		expect(recordedCount()).toBe(older.length + 8);
+		expect(claimedCount()).toBe(older.length + 8);
 	});
 
 	it('claims ahead of a run that stops at a failure are let go: the retry after a top-up sends them', async () => {
@@ -278,7 +310,9 @@ describe('the record', () => {
 			{ length: RECORD_LIMITS.claimAheadAt },
 			(_unused, index) => `older ${index}`,
 		);
-		await deduplicationStandIn.checkProcessedAndRecord(older, 'node', context, { mode: 'entries' });
+		await deduplicationStandIn.checkProcessedAndRecord(older, 'workflow', context, {
+			mode: 'entries',
+		});
 		await emulator.control.setCredits(emulator.accountId, 4 * 12);
 		const stopped = await runInEngine(engine({ errorOutput: false }));
 		expect(stopped.error).toBeDefined();

@@ -7,26 +7,36 @@
  *
  * The store has no lock and reads and rewrites one row per scope on each call: the calls of one
  * process are put in one line per row (`inTurn`); two processes (queue-mode workers) writing the
- * same row in the same instant can still lose a record. Each row has a hard cap (`RECORD_LIMITS`);
- * each call reads and rewrites the whole row, so its cost grows with the row (docs/performance.md).
+ * same row in the same instant can still lose a record. Each call's cost grows with its row
+ * (docs/performance.md), so a claim goes to a small row and paid sends move, in groups, to a large
+ * one that only a retry reads (`RECORD_LIMITS`).
  */
 import type { IExecuteFunctions } from 'n8n-workflow';
 
 import { nodeName } from './identity';
 
 /**
- * The rows' hard caps, in values. The node's row holds its sends (one per item, a send again after a
- * retried execution's record, a tool call's two windows): 12,000 hold a 10,000-item run and what runs
- * beside it. Idempotency Keys live in the workflow's row, so sends never push them out. Beyond a cap
- * n8n drops the oldest values, and a run that finds its row full says so. From `claimAheadAt` values
- * on, a call costs enough (about 2 ms + 1 ms per 1,000 values) that a run writes each item's claim
- * while the item before it is being generated (execute.ts `claimAhead`).
+ * The rows and their caps, in values. A claim is written to the workflow's row (`claims`), which it
+ * shares with the Idempotency Keys (`key <node> …`): a claim costs a read and rewrite of a small row,
+ * whatever the size of the batch. Once settled as paid, sends are moved in groups of `moveAt` to the
+ * node's row (`sends`: a 10,000-item run and what runs beside it), which a run reads only when it
+ * is a retry (`open`). Beyond a cap n8n drops the oldest values; the claims row holds `keys` keys
+ * whatever else it holds (`claims` more: those in flight and not yet moved), and a run that finds the
+ * sends' row full says so. From `claimAheadAt` values on, a claim costs enough (about 2 ms + 1 ms per
+ * 1,000 values) that a run writes each item's claim while the item before it is being generated
+ * (execute.ts `claimAhead`).
  */
-export const RECORD_LIMITS = { sends: 12_000, keys: 10_000, fullAt: 0.95, claimAheadAt: 4_000 };
+export const RECORD_LIMITS = {
+	sends: 12_000,
+	keys: 10_000,
+	claims: 2_000,
+	moveAt: 200,
+	fullAt: 0.95,
+	claimAheadAt: 4_000,
+};
 
-/** Which row a value is kept in: keys in the workflow's (`key <node> …`), the rest in the node's. */
+/** Which row: the workflow's holds claims and keys, the node's the paid sends moved there. */
 type Scope = 'node' | 'workflow';
-const scopeOf = (value: string): Scope => (value.startsWith('key ') ? 'workflow' : 'node');
 
 interface StoreOptions {
 	mode: 'entries';
@@ -108,6 +118,23 @@ async function recordInTurn(
 // Tool windows this process is sending right now: a concurrent identical call is no interrupted one.
 const sending = new Map<string, number>();
 
+// Paid sends settled in this process and not yet moved to their node's row, by node.
+const toMove = new Map<string, string[]>();
+
+/**
+ * Runs this process opened (`open`), by run and execution: a run first opened here has nothing of
+ * its own in the sends' row. Bounded: the oldest are asked again.
+ */
+const openedHere = new Set<string>();
+const OPENED_KEPT = 10_000;
+
+/** What this process holds of the record, gone as if n8n had restarted (the tests' fresh instance). */
+export function forgetProcessRecords(): void {
+	toMove.clear();
+	openedHere.clear();
+	sending.clear();
+}
+
 /** An outcome as the record settles it (stores.ts `Outcome` kinds, and a send that was not made). */
 export type Settled = 'generated' | 'uncertain' | 'refused' | 'not sent';
 
@@ -117,7 +144,8 @@ export interface Claimed {
 	found: Set<string>;
 	/**
 	 * After the outcome: a refusal, or a send not made, lets go of what this claim recorded; a
-	 * generated or uncertain send keeps it. Tool windows stop counting as in flight either way.
+	 * generated or uncertain send keeps it (its send moves to the node's row later). Tool windows
+	 * stop counting as in flight either way.
 	 */
 	settle(outcome: Settled): Promise<void>;
 	/** The caller has the answer: a tool call's windows go (the Idempotency Key stays used). */
@@ -126,69 +154,104 @@ export interface Claimed {
 
 export class DurableRecord {
 	private readonly helpers: Partial<DeduplicationHelpers>;
+	private readonly node: string;
 	private readonly lines: Record<Scope, string>;
 	private readonly options: Record<Scope, StoreOptions> = {
 		node: { mode: 'entries', maxEntries: RECORD_LIMITS.sends },
-		workflow: { mode: 'entries', maxEntries: RECORD_LIMITS.keys },
+		workflow: { mode: 'entries', maxEntries: RECORD_LIMITS.keys + RECORD_LIMITS.claims },
 	};
+	/** Of a run that is a retry: which of its values the sends' row holds (`open`). */
+	private moved = new Set<string>();
+	/** Why the sends' row could not be read for a retry: nothing may be sent then. */
+	private unreadable?: string;
 
 	constructor(ctx: IExecuteFunctions) {
 		this.helpers = ctx.helpers as unknown as Partial<DeduplicationHelpers>;
-		this.lines = { node: nodeName(ctx), workflow: `${ctx.getWorkflow().id ?? ''} ` };
+		this.node = nodeName(ctx);
+		this.lines = { node: this.node, workflow: `${ctx.getWorkflow().id ?? ''} ` };
 	}
 
-	/**
-	 * Writes `values` to their rows, each row in its line; what was there before. When a row cannot
-	 * be written, what the other row recorded is let go again, and the claim fails.
-	 */
-	private async record(values: string[]): Promise<Set<string>> {
+	/** A value as the claims' row holds it: keys name their node already, the rest get it. */
+	private claimValue(value: string): string {
+		return value.startsWith('key ') ? value : `claim ${this.node} ${value}`;
+	}
+
+	private async call<T>(scope: Scope, work: (helpers: DeduplicationHelpers) => Promise<T>) {
 		const helpers = this.helpers as DeduplicationHelpers;
-		const byScope = (['node', 'workflow'] as const)
-			.map((scope) => ({ scope, mine: values.filter((value) => scopeOf(value) === scope) }))
-			.filter(({ mine }) => mine.length > 0);
-		const results = await Promise.allSettled(
-			byScope.map(
-				async ({ scope, mine }) =>
-					await recordInTurn(this.lines[scope], mine, async (values) => {
-						const result = await helpers.checkProcessedAndRecord(
-							values,
-							scope,
-							this.options[scope],
-						);
-						return { processed: result.processed };
-					}).then((found) => ({ found, written: mine.filter((value) => !found.has(value)) })),
-			),
-		);
-		const failed = results.find((result) => result.status === 'rejected');
-		if (failed) {
-			const written = results.flatMap((result) =>
-				result.status === 'fulfilled' ? result.value.written : [],
-			);
-			await this.forget(written);
-			throw failed.reason;
-		}
-		return new Set(
-			results.flatMap((result) => (result.status === 'fulfilled' ? [...result.value.found] : [])),
-		);
+		const once = async () => await inTurn(this.lines[scope], async () => await work(helpers));
+		return await once().catch(once);
 	}
 
 	/**
-	 * Records `values` (and a tool call's `windows`) before a send. `failed` says why the store could
-	 * not be written (a colliding first insert, a busy database: tried once more); nothing may be
-	 * sent then.
+	 * Before the run's first claim: is `run` a retry, i.e. did another process, or another execution
+	 * with its resume token, claim for it before? Asked once per run and execution in this process
+	 * (one value in the sends' row, `began <run>`); for a retry, each node run asks which of its
+	 * `values` (its items' sends) were moved there, in one read and one write.
+	 */
+	async open(run: string, executionId: string, values: string[]): Promise<void> {
+		if (typeof this.helpers.checkProcessedAndRecord !== 'function' || !values.length) return;
+		const here = `${run} ${executionId}`;
+		const options = this.options.node;
+		try {
+			if (!openedHere.has(here)) {
+				const began = `began ${run}`;
+				const { processed } = await this.call(
+					'node',
+					async (helpers) => await helpers.checkProcessedAndRecord([began], 'node', options),
+				);
+				if (!processed.length) {
+					openedHere.add(here);
+					if (openedHere.size > OPENED_KEPT) openedHere.delete(openedHere.values().next().value!);
+					return;
+				}
+			}
+			openedHere.delete(here);
+			const asked = await this.call(
+				'node',
+				async (helpers) => await helpers.checkProcessedAndRecord(values, 'node', options),
+			);
+			this.moved = new Set(asked.processed);
+			if (asked.new.length) {
+				await this.call(
+					'node',
+					async (helpers) => await helpers.removeProcessed(asked.new, 'node', options),
+				);
+			}
+		} catch (error) {
+			this.unreadable = (error as Error)?.message ?? String(error);
+		}
+	}
+
+	/**
+	 * Records `values` (and a tool call's `windows`) before a send, in one call to the claims' row;
+	 * what was there before, or moved to the sends' row. `failed` says why the store could not be
+	 * written (a colliding first insert, a busy database: tried once more); nothing may be sent then.
 	 */
 	async claim(values: string[], windows: string[] = []): Promise<Claimed | { failed: string }> {
 		if (typeof this.helpers.checkProcessedAndRecord !== 'function') {
 			return { failed: 'this n8n gives the node no deduplication store' };
 		}
+		if (this.unreadable) return { failed: this.unreadable };
 		const all = [...new Set([...values, ...windows])];
-		const recorded = await this.record(all).catch((error: unknown) => ({
-			failed: (error as Error)?.message ?? String(error),
-		}));
+		const helpers = this.helpers as DeduplicationHelpers;
+		const recorded = await recordInTurn(
+			this.lines.workflow,
+			all.map((value) => this.claimValue(value)),
+			async (claimed) =>
+				await helpers.checkProcessedAndRecord(claimed, 'workflow', this.options.workflow),
+		).catch((error: unknown) => ({ failed: (error as Error)?.message ?? String(error) }));
 		if ('failed' in recorded) return recorded;
-		const found = new Set([...recorded].filter((value) => !sending.has(value)));
+		const before = all.filter(
+			(value) => recorded.has(this.claimValue(value)) || this.moved.has(value),
+		);
+		const found = new Set(before.filter((value) => !sending.has(value)));
 		for (const value of windows) sending.set(value, (sending.get(value) ?? 0) + 1);
-		const fresh = all.filter((value) => !found.has(value));
+		const fresh = all.filter((value) => !recorded.has(this.claimValue(value)));
+		// Sends (not a key, not a window): paid, they move to the node's row; so does one an earlier
+		// attempt left in the claims' row when n8n stopped, once this claim has seen it.
+		const window = new Set(windows);
+		const isSend = (value: string) => !value.startsWith('key ') && !window.has(value);
+		const leftBefore = all.filter((value) => isSend(value) && !fresh.includes(value));
 		let inFlight = true;
 		const landed = () => {
 			if (!inFlight) return;
@@ -208,7 +271,10 @@ export class DurableRecord {
 					windowsHeld = false;
 					// A window an identical call in flight also holds stays until that call settles.
 					await this.forget(fresh.filter((value) => !sending.has(value)));
+					await this.move(leftBefore);
+					return;
 				}
+				await this.move([...fresh.filter(isSend), ...leftBefore]);
 			},
 			answered: async () => {
 				if (!windowsHeld) return;
@@ -220,34 +286,53 @@ export class DurableRecord {
 	}
 
 	/**
-	 * Removes values (a cleared Idempotency Key, a claim let go), tried once more like a claim; a
-	 * failure leaves them recorded: a later attempt then reports the item instead of sending it.
+	 * Queues paid sends for the node's row; every `moveAt` of them are written there in one call,
+	 * then taken out of the claims' row in one more. A failure leaves them in the claims' row (still
+	 * found) and queued for the next group.
 	 */
-	async forget(values: string[]): Promise<void> {
-		const helpers = this.helpers;
-		if (!values.length || typeof helpers.removeProcessed !== 'function') return;
-		const rows = (['node', 'workflow'] as const).map(async (scope) => {
-			const mine = values.filter((value) => scopeOf(value) === scope);
-			if (!mine.length) return;
-			const remove = async () =>
-				await inTurn(
-					this.lines[scope],
-					async () => await helpers.removeProcessed!(mine, scope, this.options[scope]),
-				);
-			await remove()
-				.catch(remove)
-				.catch(() => {});
-		});
-		await Promise.all(rows);
+	private async move(values: string[]): Promise<void> {
+		if (!values.length) return;
+		const queue = toMove.get(this.node) ?? [];
+		toMove.set(this.node, queue);
+		queue.push(...values);
+		if (queue.length < RECORD_LIMITS.moveAt) return;
+		const group = queue.splice(0);
+		try {
+			await this.call(
+				'node',
+				async (helpers) => await helpers.checkProcessedAndRecord(group, 'node', this.options.node),
+			);
+		} catch {
+			queue.push(...group);
+			return;
+		}
+		await this.forget(group);
 	}
 
-	/** How many values the node's row holds (one read of the row); 0 when it cannot be counted. */
-	async size(): Promise<number> {
+	/**
+	 * Takes values out of the claims' row (a cleared Idempotency Key, a claim let go, sends moved),
+	 * tried once more like a claim; a failure leaves them recorded: a later attempt then reports the
+	 * item instead of sending it.
+	 */
+	async forget(values: string[]): Promise<void> {
+		if (!values.length || typeof this.helpers.removeProcessed !== 'function') return;
+		const claimed = values.map((value) => this.claimValue(value));
+		await this.call(
+			'workflow',
+			async (helpers) => await helpers.removeProcessed(claimed, 'workflow', this.options.workflow),
+		).catch(() => {});
+	}
+
+	/** How many values each row holds (one read of each); 0 when one cannot be counted. */
+	async size(): Promise<{ claims: number; sends: number }> {
 		const helpers = this.helpers;
-		if (typeof helpers.getProcessedDataCount !== 'function') return 0;
-		return await inTurn(
-			this.lines.node,
-			async () => await helpers.getProcessedDataCount!('node', this.options.node),
-		).catch(() => 0);
+		if (typeof helpers.getProcessedDataCount !== 'function') return { claims: 0, sends: 0 };
+		const count = async (scope: Scope) =>
+			await inTurn(
+				this.lines[scope],
+				async () => await helpers.getProcessedDataCount!(scope, this.options[scope]),
+			).catch(() => 0);
+		const [claims, sends] = await Promise.all([count('workflow'), count('node')]);
+		return { claims, sends };
 	}
 }

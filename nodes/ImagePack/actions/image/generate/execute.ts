@@ -20,7 +20,7 @@ import { isToolExecution, runsAsTool } from '../../tool';
 import { reserveCredits } from './credits';
 import { type Claimed, DurableRecord, RECORD_LIMITS, type Settled } from './durable';
 import { type Paid, heldAnswer } from './held';
-import { type ItemIdentity, againValue, toolWindows } from './identity';
+import { type ItemIdentity, againValue, runName, toolWindows } from './identity';
 import {
 	type Answered,
 	type Finish,
@@ -413,9 +413,22 @@ export async function execute(
 	const first = plans.find((plan): plan is ItemPlan => !(plan instanceof Error));
 	const lanes = first?.options.concurrency ?? 1;
 	run.lanes = lanes;
-	// The row's size, counted once per execution: a run on a large row claims ahead, a full one says so.
-	const size = asTool ? 0 : (run.memory.recordSize ??= await run.durable.size());
-	run.claimsAhead = size >= RECORD_LIMITS.claimAheadAt;
+	// The rows' sizes, counted once per execution: a run on a large claims' row claims ahead, and
+	// one whose sends' row is full says so.
+	const size = asTool
+		? { claims: 0, sends: 0 }
+		: (run.memory.recordSize ??= await run.durable.size());
+	run.claimsAhead = size.claims >= RECORD_LIMITS.claimAheadAt;
+	// A retry reads which of its sends were moved to the node's row, once for the node run.
+	const sends = run.items.flatMap((item) =>
+		item?.record === 'run'
+			? [
+					item.identity.send,
+					...(item.memo ? [againValue(item.identity, item.memo.executionId)] : []),
+				]
+			: [],
+	);
+	await run.durable.open(runName(this), run.memory.executionId, sends);
 	// One lane: downloads wait for the last generation at no cost in time, and back to back their
 	// buffers cost n8n's heap a full collection every ~10 items, not every 3-4 (docs/performance.md).
 	// More lanes: a download overlaps the other lanes' generations.
@@ -437,7 +450,7 @@ export async function execute(
 			lanes,
 		);
 		hintReplayed(this, run.replayed);
-		if (run.claims && size >= RECORD_LIMITS.sends * RECORD_LIMITS.fullAt) {
+		if (run.claims && size.sends >= RECORD_LIMITS.sends * RECORD_LIMITS.fullAt) {
 			addHints(this, [
 				`The node's record of paid sends is full (${RECORD_LIMITS.sends.toLocaleString('en-US')} values in n8n's database): each new send pushes out the oldest, so a retry of an execution that n8n stopped long ago may pay again for its items (the Idempotency Key option is kept apart and holds).`,
 			]);

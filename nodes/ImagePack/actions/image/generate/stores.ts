@@ -34,6 +34,12 @@ export const ASKED_KEY = 'imagePackAsked';
 /** Key of the durable record's size, counted once per execution. */
 const RECORD_SIZE_KEY = 'imagePackRecordSize';
 
+/** The durable record's rows, in values (durable.ts `size`). */
+export interface RecordSize {
+	claims: number;
+	sends: number;
+}
+
 /** The counts before and after the run `run` of the node (and its AI Agent 3.x `calls`). */
 interface AskLedger {
 	run: number;
@@ -109,12 +115,12 @@ export class RunMemory {
 	}
 
 	/** The size of the durable record's row as this execution first counted it (durable.ts). */
-	get recordSize(): number | undefined {
-		const size = this.store[RECORD_SIZE_KEY];
-		return typeof size === 'number' ? size : undefined;
+	get recordSize(): RecordSize | undefined {
+		const size = this.store[RECORD_SIZE_KEY] as RecordSize | undefined;
+		return typeof size?.claims === 'number' ? size : undefined;
 	}
 
-	set recordSize(size: number | undefined) {
+	set recordSize(size: RecordSize | undefined) {
 		this.store[RECORD_SIZE_KEY] = size;
 	}
 
