@@ -259,6 +259,8 @@ describe('the record', () => {
 		const retry = await retryAfterKill(killed, { runs: [items()] });
 		expect(codes(retry)).toEqual(Array(4).fill('interrupted_send'));
 		expect(await requestsPer()).toEqual(Array(8).fill(1));
+		// The retry asked the full row which of its sends it holds: asking dropped no older record.
+		expect(recordedCount()).toBe(RECORD_LIMITS.sends);
 	});
 
 	it('eight lanes share store calls (a group commit); twin keys in one call: the second is not sent', async () => {

@@ -183,17 +183,18 @@ export class DurableRecord {
 	}
 
 	/**
-	 * Before the run's first claim: is `run` a retry, i.e. did another process, or another execution
-	 * with its resume token, claim for it before? Asked once per run and execution in this process
-	 * (one value in the sends' row, `began <run>`); for a retry, each node run asks which of its
-	 * `values` (its items' sends) were moved there, in one read and one write.
+	 * Before the run's first claim: may `run` have claimed before? Yes for an execution n8n started
+	 * as a retry (`retry`); otherwise when another process claimed for it (a 1.x queue-mode worker
+	 * running a stalled job again), asked once per run and execution in this process (one value in
+	 * the sends' row, `began <run>`). Then each node run asks which of its `values` (its items'
+	 * sends) were moved to the sends' row, in one read and one write.
 	 */
-	async open(run: string, executionId: string, values: string[]): Promise<void> {
+	async open(run: string, executionId: string, values: string[], retry: boolean): Promise<void> {
 		if (typeof this.helpers.checkProcessedAndRecord !== 'function' || !values.length) return;
 		const here = `${run} ${executionId}`;
 		const options = this.options.node;
 		try {
-			if (!openedHere.has(here)) {
+			if (!retry && !openedHere.has(here)) {
 				const began = `began ${run}`;
 				const { processed } = await this.call(
 					'node',
@@ -206,9 +207,11 @@ export class DurableRecord {
 				}
 			}
 			openedHere.delete(here);
+			// Asked by recording, then taken out again: room for them, so that asking drops nothing.
+			const room = { ...options, maxEntries: options.maxEntries + values.length };
 			const asked = await this.call(
 				'node',
-				async (helpers) => await helpers.checkProcessedAndRecord(values, 'node', options),
+				async (helpers) => await helpers.checkProcessedAndRecord(values, 'node', room),
 			);
 			this.moved = new Set(asked.processed);
 			if (asked.new.length) {

@@ -428,7 +428,7 @@ export async function execute(
 				]
 			: [],
 	);
-	await run.durable.open(runName(this), run.memory.executionId, sends);
+	await run.durable.open(runName(this), run.memory.executionId, sends, this.getMode() === 'retry');
 	// One lane: downloads wait for the last generation at no cost in time, and back to back their
 	// buffers cost n8n's heap a full collection every ~10 items, not every 3-4 (docs/performance.md).
 	// More lanes: a download overlaps the other lanes' generations.
