@@ -175,7 +175,8 @@ function stubStore(packageDir) {
 		'generate',
 		'durable.js',
 	);
-	const call = /await helpers\.checkProcessedAndRecord\((\w+), scope, this\.options\[scope\]\)/g;
+	const call =
+		/await helpers\.checkProcessedAndRecord\((\w+), 'workflow', this\.options\.workflow\)/g;
 	const code = fs.readFileSync(file, 'utf8');
 	if ((code.match(call) ?? []).length !== 1)
 		throw new Error(`stubStore: ${file} no longer makes the call "${call.source}" once`);
@@ -455,19 +456,27 @@ export async function benchN8nDurable(
 									binaryDir,
 									downloads,
 								});
-								// The row as n8n left it: the proof that it read the bench's row (or, without the record, never touched it).
+								// The node's row as n8n left it: the proof that it read the bench's row (or, without the
+								// record, never touched it). The package appends its run's 'began' value and the paid sends
+								// it moved there (groups of RECORD_LIMITS.moveAt, across runs of one n8n start), dropping as
+								// many of the oldest: at most N + 1.
 								const row = await readRow(user.dir, workflowId, context);
+								const fill = fillers.get(count);
+								const dropped = row.first ? fill.indexOf(row.first) : -1;
 								const expected =
 									build !== 'with' || key === 'off'
-										? { entries: boundFor(count), first: fillers.get(count)[0] }
+										? { entries: boundFor(count), first: fill[0] }
 										: key === 'bound'
-											? { entries: boundFor(count), first: fillers.get(count)[count] }
-											: { entries: count };
-								if (
-									row.entries !== expected.entries ||
-									(expected.first && row.first !== expected.first) ||
-									row.mode !== 'entries'
-								)
+											? { entries: boundFor(count), first: `one of the first ${count + 2} fillers` }
+											: { entries: `1 to ${count + 1}` };
+								const fine =
+									row.mode === 'entries' &&
+									(build !== 'with' || key === 'off'
+										? row.entries === boundFor(count) && row.first === fill[0]
+										: key === 'bound'
+											? row.entries === boundFor(count) && dropped >= 1 && dropped <= count + 1
+											: row.entries >= 1 && row.entries <= count + 1);
+								if (!fine)
 									result.problem = [
 										result.problem,
 										`the row after the run: ${row.entries} entries (mode ${row.mode}), first ${row.first}; expected ${expected.entries}${expected.first ? `, first ${expected.first}` : ''}`,

@@ -2,7 +2,8 @@
  * Generate's durable record in n8n's OWN deduplication store loses nothing under concurrency, in a
  * running n8n 2.41.1 (regular mode, SQLite).
  *
- * n8n keeps one `processed_data` row per (workflowId, context `n:<node id>`) whose `value` is
+ * n8n keeps one `processed_data` row per (workflowId, context: `n:<node id>` for the node's scope, ''
+ * for the workflow's) whose `value` is
  * `{"mode":"entries","data":[<base64 MD5>, …]}`, and `checkProcessedAndRecord` reads that row and
  * rewrites it whole, with no lock or transaction around the two (n8n's deduplication-helper.js): two
  * calls at once can each add their entry to the same old list, and the later write drops the other's
@@ -14,8 +15,10 @@
  * once with the same 16 products: two executions, each with its own resume token, so 32 sends and 32
  * different records. The emulator holds the first 16 generate requests (8 lanes of each execution:
  * both executions are inside Generate at the same moment) and lets them all go together, so both
- * executions' lanes claim their next products at the same moment. Then the node's row must hold
- * exactly 32 distinct entries and the emulator must have seen 32 generate requests, two per product.
+ * executions' lanes claim their next products at the same moment. Then the workflow's row, where
+ * claims go (fewer than 200: none moved to the node's row yet), must hold exactly 32 distinct entries,
+ * the node's row one `began` value per execution, and the emulator must have seen 32 generate
+ * requests, two per product.
  *
  * The database is read with the sqlite3 driver of the pinned n8n install, under n8n's own Node
  * (`querySqlite` in n8n.mjs): nothing to install beyond what every e2e test needs. One n8n start.
@@ -116,7 +119,7 @@ describe('n8n 2.41.1: Generate’s records in n8n’s own deduplication store, t
 		if (packed) fs.rmSync(path.dirname(packed), { recursive: true, force: true });
 	});
 
-	it('the webhook called twice at once: 32 sends, 32 distinct entries in the node’s processed_data row', async () => {
+	it('the webhook called twice at once: 32 sends, 32 distinct claims in the workflow’s processed_data row', async () => {
 		// Both executions' first 8 lanes held in front of the service (never processed until released).
 		await emulator.control.injectFault({ route: 'generate', kind: 'hold', when: 'before', count: CALLS * CONCURRENCY });
 		const calls = Array.from({ length: CALLS }, () =>
@@ -146,13 +149,16 @@ describe('n8n 2.41.1: Generate’s records in n8n’s own deduplication store, t
 		const log = await emulator.control.requests({ route: 'generate' });
 		const perProduct = products.map((product) => log.filter((entry) => entry.prompt === product.prompt).length);
 		const rows = await querySqlite(userFolder.dir, 'SELECT workflowId, context, value FROM processed_data WHERE workflowId = ?', [workflowId]);
-		const value = rows.length === 1 ? JSON.parse(rows[0].value) : null;
+		const claims = rows.find((row) => row.context === '');
+		const sends = rows.find((row) => row.context === `n:${GENERATE.id}`);
+		const value = claims ? JSON.parse(claims.value) : null;
+		const began = sends ? JSON.parse(sends.value) : null;
 		const facts = [
 			`answers ${answers.map((a) => `${a.status}:${a.body.slice(0, 200)}`).join(' | ')}`,
 			`executions ${executions.map((e) => `${e.id}:${e.mode}/${e.status} ${e.startedAt}→${e.stoppedAt}`).join(', ')}`,
 			`generate requests ${log.length}, per product ${JSON.stringify(perProduct)}`,
 			`processed_data rows ${JSON.stringify(rows.map((r) => ({ ...r, value: `${String(r.value).length} chars` })))}`,
-			`entries ${value?.data?.length} (${new Set(value?.data ?? []).size} distinct)`,
+			`claims ${value?.data?.length} (${new Set(value?.data ?? []).size} distinct), node's row ${began?.data?.length}`,
 		].join('; ');
 		process.stderr.write(`[durable-store] ${facts}\n`);
 
@@ -172,12 +178,14 @@ describe('n8n 2.41.1: Generate’s records in n8n’s own deduplication store, t
 		assert.equal(log.length, CALLS * PRODUCTS, facts);
 		assert.deepEqual(perProduct, Array(PRODUCTS).fill(CALLS), facts);
 
-		// n8n's own row: one per (workflow, node), every send recorded, none lost, none twice.
-		assert.equal(rows.length, 1, `one processed_data row for the workflow — ${facts}`);
-		assert.equal(rows[0].context, `n:${GENERATE.id}`, facts);
+		// n8n's own rows: the claims in the workflow's, every send recorded, none lost, none twice; the
+		// node's holds each execution's `began` value.
+		assert.equal(rows.length, 2, `two processed_data rows for the workflow — ${facts}`);
+		assert.ok(claims && sends, facts);
 		assert.equal(value.mode, 'entries', facts);
 		assert.ok(value.data.every((entry) => /^[A-Za-z0-9+/]{22}==$/.test(entry)), `base64 MD5 entries — ${facts}`);
 		assert.equal(new Set(value.data).size, CALLS * PRODUCTS, `32 distinct entries: no record lost — ${facts}`);
 		assert.equal(value.data.length, CALLS * PRODUCTS, facts);
+		assert.equal(new Set(began.data).size, CALLS, `one began value per execution — ${facts}`);
 	});
 });
