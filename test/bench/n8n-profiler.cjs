@@ -108,6 +108,7 @@ if (dir) {
 		const store = {
 			...Object.fromEntries(storeMethods.map((method) => [method, timings(run.store[method])])),
 			answeredInPlace: run.store.answeredInPlace ?? 0,
+			cpuMs: run.store.cpuMs ?? 0,
 		};
 		const cpu = process.cpuUsage(run.cpu);
 		const wallMs = performance.now() - run.started;
@@ -132,6 +133,8 @@ if (dir) {
 		Object.entries(require.cache).find(([file]) => file.endsWith(suffix))?.[1]?.exports;
 	const storeMethods = ['checkProcessedAndRecord', 'removeProcessed', 'getProcessedDataCount'];
 	let timedStore = false;
+	let storeInFlight = 0;
+	let storeCpuFrom;
 	function timeStore() {
 		if (timedStore) return;
 		const helper = loaded(path.join('n8n', 'dist', 'deduplication', 'deduplication-helper.js'));
@@ -149,10 +152,17 @@ if (dir) {
 					return method === 'checkProcessedAndRecord' ? { new: args[0], processed: [] } : undefined;
 				}
 				const started = performance.now();
+				// The process's CPU while at least one store call is in flight (at one lane, between
+				// generations, little else runs then: the store's own cost).
+				if (storeInFlight++ === 0) storeCpuFrom = process.cpuUsage();
 				try {
 					return await original.apply(this, args);
 				} finally {
 					if (run) (run.store[method] ??= []).push(performance.now() - started);
+					if (--storeInFlight === 0 && run) {
+						const used = process.cpuUsage(storeCpuFrom);
+						run.store.cpuMs = (run.store.cpuMs ?? 0) + (used.user + used.system) / 1000;
+					}
 				}
 			};
 		}

@@ -321,6 +321,8 @@ export function runProfiler(profDir, gcOnly = false) {
 	const dir = path.resolve(profDir);
 	fs.mkdirSync(dir, { recursive: true });
 	const signal = async (pid, label, marker) => {
+		// A marker left by an earlier bench in the same folder would end the wait at once.
+		fs.rmSync(path.join(dir, `${label}.${marker}`), { force: true });
 		process.kill(pid, 'SIGUSR2');
 		await waitFor(`n8n's profiler (${marker})`, () => fs.existsSync(path.join(dir, `${label}.${marker}`)), 60_000);
 	};
@@ -345,6 +347,7 @@ export function runProfiler(profDir, gcOnly = false) {
 		},
 		/** Runs a command of the profiler inside n8n (n8n-profiler.cjs, `command.json`). */
 		async command(pid, label, order) {
+			fs.rmSync(path.join(dir, `${label}.done`), { force: true });
 			fs.writeFileSync(path.join(dir, 'command.json'), JSON.stringify({ ...order, label }));
 			process.kill(pid, 'SIGUSR2');
 			await waitFor(

@@ -280,6 +280,26 @@ describe('the record', () => {
 		expect(storeCalls.record - calls).toBeLessThan(2 * many.length);
 	});
 
+	it('a lane’s claim carries its next item’s: one store call for two items, at most one recorded ahead', async () => {
+		const calls = storeCalls.record;
+		// Product 3's answer held: products 1–3 sent, product 4 claimed with product 3, nothing else.
+		await emulator.control.injectFault({
+			route: 'generate',
+			kind: 'hold',
+			when: 'after',
+			promptIncludes: SKUS[2],
+		});
+		const running = runInEngine(engine());
+		await waitUntil(async () => (await emulator.control.held()).length === 1);
+		expect(claimedCount()).toBe(4);
+		expect(await requestsPer()).toEqual([1, 1, 1, 0, 0, 0, 0, 0]);
+		await emulator.control.releaseHeld();
+		const done = await running;
+		expect(done.output).toHaveLength(8);
+		// The run's `began` value, then products 1+2, 3+4, 5+6, 7+8.
+		expect(storeCalls.record - calls).toBe(1 + 4);
+	});
+
 	it('on a large claims’ row a lane claims the next item while it sends: at most one claim ahead per lane', async () => {
 		const context = { workflow: { id: 'test-workflow' }, node: { id: 'node-under-test' } } as never;
 		const older = Array.from(

@@ -56,8 +56,9 @@ interface Run {
 	/** Every item of the run, planned: a lane that starts a send claims the next one ahead. */
 	items: Array<Item | undefined>;
 	lanes: number;
-	/** Claims written ahead of their item's turn (`claimAhead`), by item; only on a large row. */
+	/** Claims written ahead of their item's turn (`claimAhead`), by item. */
 	ahead: Map<number, Ahead>;
+	/** A large claims' row: the next claim is written during the send, not with the lane's own. */
 	claimsAhead: boolean;
 	/** Idempotency Keys two or more items of the run have (counted once, not per claim). */
 	twinKeys: Set<string>;
@@ -129,16 +130,17 @@ function factsOf(run: Run, { identity, memo, plan, record }: Item): Facts {
 }
 
 /**
- * Writes the claim of item `next` while a lane's send runs, so that a batch waits for a large row
- * only at its start: a lane starting a send claims the item that will take its turn. At most one
- * claim per lane is ahead, so n8n killed then leaves at most one wave of lanes recorded but not sent
- * (reported `interrupted_send`, may have been charged). Only a run's plain sends are claimed ahead,
- * and only when the row is large enough for a claim to cost (`RECORD_LIMITS.claimAheadAt`): not a
- * tool call, nor a key another row of the run also has (its twin decides first).
+ * Writes the claim of item `next`, the one that will take this lane's next turn, ahead of it: with
+ * the lane's own claim, in the same store call (a store call costs n8n about 4 ms of CPU whatever
+ * the row: one call for two items), or, on a large claims' row (`RECORD_LIMITS.claimAheadAt`: many
+ * Idempotency Keys), while the lane's send runs, so that a batch waits for the row only at its start.
+ * At most one claim per lane is ahead, so n8n killed then leaves at most one wave of lanes recorded
+ * but not sent (reported `interrupted_send`, may have been charged). Only a run's plain sends are
+ * claimed ahead: not a tool call, nor a key another row of the run also has (its twin decides first).
  */
 function claimAhead(run: Run, next: number): void {
 	const item = run.items[next];
-	if (!run.claimsAhead || !item || item.record !== 'run' || run.ahead.has(next)) return;
+	if (!item || item.record !== 'run' || run.ahead.has(next)) return;
 	const { key } = item.identity;
 	if (key && run.twinKeys.has(key)) return;
 	const decided = verdict(factsOf(run, item));
@@ -148,13 +150,16 @@ function claimAhead(run: Run, next: number): void {
 	run.ahead.set(next, { claim: decided.claim, claimed });
 }
 
-/** The item's claim: the one written ahead for it, or written now. */
+/** The item's claim: the one written ahead for it, or written now (with the lane's next one). */
 async function claimedFor(run: Run, item: Item, claim: Claim): Promise<[Claimed, Recorded]> {
 	const ahead = run.ahead.get(item.itemIndex);
 	run.ahead.delete(item.itemIndex);
 	if (ahead?.claim === claim) return await ahead.claimed;
 	await letGo(ahead);
-	return await claimSend(run, item, claim);
+	// Both join the line's next store call: claimSend hands its values over before it awaits.
+	const own = claimSend(run, item, claim);
+	if (!run.claimsAhead && item.record === 'run') claimAhead(run, item.itemIndex + run.lanes);
+	return await own;
 }
 
 /** A claim written ahead for an item that was not sent after all: what it recorded goes. */
@@ -279,7 +284,7 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 		credits = reserveCredits(ctx, itemIndex, plan.request.creditsEstimated, plan.options);
 		const { acceptLanguage, timeoutMs } = plan.options;
 		const call = { itemIndex, acceptLanguage, timeoutMs };
-		claimAhead(run, itemIndex + run.lanes);
+		if (run.claimsAhead) claimAhead(run, itemIndex + run.lanes);
 		const answer = await generate<GenerateResponse>(
 			ctx,
 			item.connection,
