@@ -280,7 +280,7 @@ describe('the record', () => {
 		expect(storeCalls.record - calls).toBeLessThan(2 * many.length);
 	});
 
-	it('a lane’s claim carries its next item’s: one store call for two items, at most one recorded ahead', async () => {
+	it('at one lane a claim carries the next item’s: one store call for two items, at most one recorded ahead', async () => {
 		const calls = storeCalls.record;
 		// Product 3's answer held: products 1–3 sent, product 4 claimed with product 3, nothing else.
 		await emulator.control.injectFault({

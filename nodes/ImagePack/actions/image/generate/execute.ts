@@ -130,9 +130,10 @@ function factsOf(run: Run, { identity, memo, plan, record }: Item): Facts {
 }
 
 /**
- * Writes the claim of item `next`, the one that will take this lane's next turn, ahead of it: with
- * the lane's own claim, in the same store call (a store call costs n8n about 4 ms of CPU whatever
- * the row: one call for two items), or, on a large claims' row (`RECORD_LIMITS.claimAheadAt`: many
+ * Writes the claim of item `next`, the one that will take this lane's next turn, ahead of it. At one
+ * lane, with the lane's own claim in the same store call: a call costs n8n about 3 ms of CPU however
+ * small the row, and one lane shares it with nothing else (more lanes share calls already: their
+ * claims wait together, `recordInTurn`). On a large claims' row (`RECORD_LIMITS.claimAheadAt`: many
  * Idempotency Keys), while the lane's send runs, so that a batch waits for the row only at its start.
  * At most one claim per lane is ahead, so n8n killed then leaves at most one wave of lanes recorded
  * but not sent (reported `interrupted_send`, may have been charged). Only a run's plain sends are
@@ -150,7 +151,7 @@ function claimAhead(run: Run, next: number): void {
 	run.ahead.set(next, { claim: decided.claim, claimed });
 }
 
-/** The item's claim: the one written ahead for it, or written now (with the lane's next one). */
+/** The item's claim: the one written ahead for it, or written now (at one lane, with the next one). */
 async function claimedFor(run: Run, item: Item, claim: Claim): Promise<[Claimed, Recorded]> {
 	const ahead = run.ahead.get(item.itemIndex);
 	run.ahead.delete(item.itemIndex);
@@ -158,7 +159,8 @@ async function claimedFor(run: Run, item: Item, claim: Claim): Promise<[Claimed,
 	await letGo(ahead);
 	// Both join the line's next store call: claimSend hands its values over before it awaits.
 	const own = claimSend(run, item, claim);
-	if (!run.claimsAhead && item.record === 'run') claimAhead(run, item.itemIndex + run.lanes);
+	if (run.lanes === 1 && !run.claimsAhead && item.record === 'run')
+		claimAhead(run, item.itemIndex + 1);
 	return await own;
 }
 
