@@ -808,18 +808,15 @@ export function durableFigures(
 					target: '—',
 				}),
 			);
-			// Each item's record is made before its send, in one line per node. Below
-			// `RECORD_LIMITS.claimAheadAt` every call is on the batch's path at c = 1, so the time in the
-			// store is what the record adds to the wall time. From it on (the row at its cap is), a lane
-			// writes the next item's claim while its send runs: the time is off the path as long as a call
-			// lasts less than a generation, and the paired wall above is the figure.
-			const onPath = c === 1 && boundFor(count) < RECORD_LIMITS.claimAheadAt;
+			// Each item's claim is written just before its send, so at c = 1 the time in the store is
+			// what the record adds to the wall time; with more lanes the others' sends overlap it.
+			const onPath = c === 1;
 			const reference = inPlace ?? before;
 			if (reference)
 				figures.push(
 					figure({
 						group,
-						figure: `${at} time in n8n's store over the run at the bound (${ms(bound.storeMsPerItem * count)}; empty row ${ms((empty?.storeMsPerItem ?? 0) * count)}) vs 2 % of the batch ${reference === inPlace ? 'with the store answered in place' : 'without the record'}${onPath ? ' (c = 1: all of it on the path)' : c === 1 ? ' (claimed ahead: behind the sends)' : ' (lanes overlap it)'}`,
+						figure: `${at} time in n8n's store over the run at the bound (${ms(bound.storeMsPerItem * count)}; empty row ${ms((empty?.storeMsPerItem ?? 0) * count)}) vs 2 % of the batch ${reference === inPlace ? 'with the store answered in place' : 'without the record'}${onPath ? ' (c = 1: all of it on the path)' : ' (lanes overlap it)'}`,
 						measured: bound.storeMsPerItem * count,
 						ideal: 0.02 * reference.wallMs,
 						unit: 'ms',

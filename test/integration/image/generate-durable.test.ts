@@ -280,9 +280,10 @@ describe('the record', () => {
 		expect(storeCalls.record - calls).toBeLessThan(2 * many.length);
 	});
 
-	it('at one lane a claim carries the next item’s: one store call for two items, at most one recorded ahead', async () => {
+	it('a claim is written just before its own send, never ahead: n8n killed mid-send leaves the rest unclaimed', async () => {
+		// Product 3's answer held: products 1–3 sent and claimed, products 4–8 neither, so a retry after
+		// a kill now generates them instead of reporting them interrupted_send.
 		const calls = storeCalls.record;
-		// Product 3's answer held: products 1–3 sent, product 4 claimed with product 3, nothing else.
 		await emulator.control.injectFault({
 			route: 'generate',
 			kind: 'hold',
@@ -291,25 +292,23 @@ describe('the record', () => {
 		});
 		const running = runInEngine(engine());
 		await waitUntil(async () => (await emulator.control.held()).length === 1);
-		expect(claimedCount()).toBe(4);
+		expect(claimedCount()).toBe(3);
 		expect(await requestsPer()).toEqual([1, 1, 1, 0, 0, 0, 0, 0]);
 		await emulator.control.releaseHeld();
-		const done = await running;
-		expect(done.output).toHaveLength(8);
-		// The run's `began` value, then products 1+2, 3+4, 5+6, 7+8.
-		expect(storeCalls.record - calls).toBe(1 + 4);
+		expect((await running).output).toHaveLength(8);
+		// The run's `began` value, then one call per product.
+		expect(storeCalls.record - calls).toBe(1 + 8);
 	});
 
-	it('on a large claims’ row a lane claims the next item while it sends: at most one claim ahead per lane', async () => {
+	it('a claim made on a large claims’ row (many Idempotency Keys) is still made only at its send', async () => {
 		const context = { workflow: { id: 'test-workflow' }, node: { id: 'node-under-test' } } as never;
 		const older = Array.from(
-			{ length: RECORD_LIMITS.claimAheadAt },
-			(_unused, index) => `older ${index}`,
+			{ length: RECORD_LIMITS.keys },
+			(_unused, index) => `key older ${index}`,
 		);
 		await deduplicationStandIn.checkProcessedAndRecord(older, 'workflow', context, {
 			mode: 'entries',
 		});
-		// Product 4's answer held: products 1–3 are sent, product 4 in flight, product 5 claimed ahead.
 		await emulator.control.injectFault({
 			route: 'generate',
 			kind: 'hold',
@@ -318,31 +317,10 @@ describe('the record', () => {
 		});
 		const running = runInEngine(engine());
 		await waitUntil(async () => (await emulator.control.held()).length === 1);
-		await waitUntil(async () => claimedCount() === older.length + 5);
+		expect(claimedCount()).toBe(older.length + 4);
 		expect(await requestsPer()).toEqual([1, 1, 1, 1, 0, 0, 0, 0]);
 		await emulator.control.releaseHeld();
-		const done = await running;
-		expect(done.output).toHaveLength(8);
-		expect(claimedCount()).toBe(older.length + 8);
-	});
-
-	it('claims ahead of a run that stops at a failure are let go: the retry after a top-up sends them', async () => {
-		const context = { workflow: { id: 'test-workflow' }, node: { id: 'node-under-test' } } as never;
-		const older = Array.from(
-			{ length: RECORD_LIMITS.claimAheadAt },
-			(_unused, index) => `older ${index}`,
-		);
-		await deduplicationStandIn.checkProcessedAndRecord(older, 'workflow', context, {
-			mode: 'entries',
-		});
-		await emulator.control.setCredits(emulator.accountId, 4 * 12);
-		const stopped = await runInEngine(engine({ errorOutput: false }));
-		expect(stopped.error).toBeDefined();
-		expect(await requestsPer()).toEqual([1, 1, 1, 1, 1, 0, 0, 0]);
-		await emulator.control.setCredits(emulator.accountId, 1_000);
-		const retry = await retryExecution(stopped);
-		expect(retry.run.status).toBe('success');
-		expect(await requestsPer()).toEqual([1, 1, 1, 1, 2, 1, 1, 1]);
+		expect((await running).output).toHaveLength(8);
 	});
 
 	it('cannot be written: nothing is sent, the item fails as not_sent (a busy database is tried once more)', async () => {

@@ -22,9 +22,8 @@ import { nodeName } from './identity';
  * node's row (`sends`: a 10,000-item run and what runs beside it), which a run reads only when it
  * is a retry (`open`). Beyond a cap n8n drops the oldest values; the claims row holds `keys` keys
  * whatever else it holds (`claims` more: those in flight and not yet moved), and a run that finds the
- * sends' row full says so. From `claimAheadAt` values on, a claim costs enough (about 2 ms + 1 ms per
- * 1,000 values) that a run writes each item's claim while the item before it is being generated
- * (execute.ts `claimAhead`).
+ * sends' row full says so. A claim is written just before its own send, never ahead of it: n8n
+ * killed leaves recorded but not sent at most the items whose claims had just been written.
  */
 export const RECORD_LIMITS = {
 	sends: 12_000,
@@ -32,7 +31,6 @@ export const RECORD_LIMITS = {
 	claims: 2_000,
 	moveAt: 200,
 	fullAt: 0.95,
-	claimAheadAt: 4_000,
 };
 
 /** Which row: the workflow's holds claims and keys, the node's the paid sends moved there. */
@@ -326,16 +324,13 @@ export class DurableRecord {
 		).catch(() => {});
 	}
 
-	/** How many values each row holds (one read of each); 0 when one cannot be counted. */
-	async size(): Promise<{ claims: number; sends: number }> {
+	/** How many values the sends' row holds (one read); 0 when it cannot be counted. */
+	async sendsRecorded(): Promise<number> {
 		const helpers = this.helpers;
-		if (typeof helpers.getProcessedDataCount !== 'function') return { claims: 0, sends: 0 };
-		const count = async (scope: Scope) =>
-			await inTurn(
-				this.lines[scope],
-				async () => await helpers.getProcessedDataCount!(scope, this.options[scope]),
-			).catch(() => 0);
-		const [claims, sends] = await Promise.all([count('workflow'), count('node')]);
-		return { claims, sends };
+		if (typeof helpers.getProcessedDataCount !== 'function') return 0;
+		return await inTurn(
+			this.lines.node,
+			async () => await helpers.getProcessedDataCount!('node', this.options.node),
+		).catch(() => 0);
 	}
 }

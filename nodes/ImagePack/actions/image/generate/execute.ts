@@ -53,20 +53,6 @@ interface Run {
 	replayed: number[];
 	/** Claims written by this run (a full record is reported only by a run that wrote to it). */
 	claims: number;
-	/** Every item of the run, planned: a lane that starts a send claims the next one ahead. */
-	items: Array<Item | undefined>;
-	lanes: number;
-	/** Claims written ahead of their item's turn (`claimAhead`), by item. */
-	ahead: Map<number, Ahead>;
-	/** A large claims' row: the next claim is written during the send, not with the lane's own. */
-	claimsAhead: boolean;
-	/** Idempotency Keys two or more items of the run have (counted once, not per claim). */
-	twinKeys: Set<string>;
-}
-
-interface Ahead {
-	claim: Claim;
-	claimed: Promise<[Claimed, Recorded]>;
 }
 
 /** The item as the sequence sees it: its run, plan, identity and what the memory recognises. */
@@ -127,47 +113,6 @@ function factsOf(run: Run, { identity, memo, plan, record }: Item): Facts {
 		earlierUncertain: run.asTool ? run.memory.earlierUncertain(identity.digest) : undefined,
 		record,
 	};
-}
-
-/**
- * Writes the claim of item `next`, the one that will take this lane's next turn, ahead of it. At one
- * lane, with the lane's own claim in the same store call: a call costs n8n about 3 ms of CPU however
- * small the row, and one lane shares it with nothing else (more lanes share calls already: their
- * claims wait together, `recordInTurn`). On a large claims' row (`RECORD_LIMITS.claimAheadAt`: many
- * Idempotency Keys), while the lane's send runs, so that a batch waits for the row only at its start.
- * At most one claim per lane is ahead, so n8n killed then leaves at most one wave of lanes recorded
- * but not sent (reported `interrupted_send`, may have been charged). Only a run's plain sends are
- * claimed ahead: not a tool call, nor a key another row of the run also has (its twin decides first).
- */
-function claimAhead(run: Run, next: number): void {
-	const item = run.items[next];
-	if (!item || item.record !== 'run' || run.ahead.has(next)) return;
-	const { key } = item.identity;
-	if (key && run.twinKeys.has(key)) return;
-	const decided = verdict(factsOf(run, item));
-	if (decided.kind !== 'claim') return;
-	const claimed = claimSend(run, item, decided.claim);
-	claimed.catch(() => {}); // its item's turn reports a failure
-	run.ahead.set(next, { claim: decided.claim, claimed });
-}
-
-/** The item's claim: the one written ahead for it, or written now (at one lane, with the next one). */
-async function claimedFor(run: Run, item: Item, claim: Claim): Promise<[Claimed, Recorded]> {
-	const ahead = run.ahead.get(item.itemIndex);
-	run.ahead.delete(item.itemIndex);
-	if (ahead?.claim === claim) return await ahead.claimed;
-	await letGo(ahead);
-	// Both join the line's next store call: claimSend hands its values over before it awaits.
-	const own = claimSend(run, item, claim);
-	if (run.lanes === 1 && !run.claimsAhead && item.record === 'run')
-		claimAhead(run, item.itemIndex + 1);
-	return await own;
-}
-
-/** A claim written ahead for an item that was not sent after all: what it recorded goes. */
-async function letGo(ahead: Ahead | undefined) {
-	const claimed = await ahead?.claimed.catch(() => undefined);
-	await claimed?.[0].settle('not sent');
 }
 
 /** A generation made under another key: does its first file answer this key? */
@@ -257,7 +202,7 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 		if (decided.kind === 'prove') facts = { ...facts, proof: await prove(run, item) };
 		else {
 			let recorded: Recorded;
-			[claimed, recorded] = await claimedFor(run, item, decided.claim);
+			[claimed, recorded] = await claimSend(run, item, decided.claim);
 			facts = { ...facts, recorded };
 		}
 		decided = verdict(facts);
@@ -286,7 +231,6 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 		credits = reserveCredits(ctx, itemIndex, plan.request.creditsEstimated, plan.options);
 		const { acceptLanguage, timeoutMs } = plan.options;
 		const call = { itemIndex, acceptLanguage, timeoutMs };
-		if (run.claimsAhead) claimAhead(run, itemIndex + run.lanes);
 		const answer = await generate<GenerateResponse>(
 			ctx,
 			item.connection,
@@ -391,14 +335,9 @@ export async function execute(
 		ownContext: isToolExecution(this),
 		replayed: [],
 		claims: 0,
-		items: [],
-		lanes: 1,
-		ahead: new Map(),
-		claimsAhead: false,
-		twinKeys: new Set(),
 	};
 	const known = identities(this, run.memory, plans, connections);
-	run.items = plans.map((plan, itemIndex) => {
+	const runItems = plans.map((plan, itemIndex) => {
 		if (plan instanceof Error) return undefined;
 		// Held for an answer bound, or an AI Agent 2.x call: no run to name (verdict.ts `Facts`).
 		const held = asTool && plan.options.answerWithinMs !== undefined;
@@ -406,11 +345,6 @@ export async function execute(
 		const connection = connections[itemIndex]!;
 		return { ctx: this, connection, asTool, itemIndex, plan, ...known[itemIndex]!, record };
 	});
-	const seen = new Set<string>();
-	for (const key of run.items.map((item) => item?.identity.key)) {
-		if (key && seen.has(key)) run.twinKeys.add(key);
-		if (key) seen.add(key);
-	}
 	// Clear Idempotency Key: each key once per run, before any claim, so a twin row finds it used.
 	const cleared = known.filter(
 		(entry, itemIndex) =>
@@ -419,15 +353,12 @@ export async function execute(
 	await run.durable.forget([...new Set(cleared.map((entry) => entry!.identity.key))]);
 	const first = plans.find((plan): plan is ItemPlan => !(plan instanceof Error));
 	const lanes = first?.options.concurrency ?? 1;
-	run.lanes = lanes;
-	// The rows' sizes, counted once per execution: a run on a large claims' row claims ahead, and
-	// one whose sends' row is full says so.
-	const size = asTool
-		? { claims: 0, sends: 0 }
-		: (run.memory.recordSize ??= await run.durable.size());
-	run.claimsAhead = size.claims >= RECORD_LIMITS.claimAheadAt;
+	// The sends' row counted once per execution: a run that finds it full says so.
+	const sendsRecorded = asTool
+		? 0
+		: (run.memory.sendsRecorded ??= await run.durable.sendsRecorded());
 	// A retry reads which of its sends were moved to the node's row, once for the node run.
-	const sends = run.items.flatMap((item) =>
+	const sends = runItems.flatMap((item) =>
 		item?.record === 'run'
 			? [
 					item.identity.send,
@@ -448,7 +379,7 @@ export async function execute(
 			async (itemIndex) => {
 				const plan = plans[itemIndex];
 				if (plan instanceof Error) throw plan;
-				const { paid: label, finish } = await generateItem(run, run.items[itemIndex]!);
+				const { paid: label, finish } = await generateItem(run, runItems[itemIndex]!);
 				if (label) paid.push(label);
 				if (!later) return await finish();
 				later.set(itemIndex, finish);
@@ -457,7 +388,7 @@ export async function execute(
 			lanes,
 		);
 		hintReplayed(this, run.replayed);
-		if (run.claims && size.sends >= RECORD_LIMITS.sends * RECORD_LIMITS.fullAt) {
+		if (run.claims && sendsRecorded >= RECORD_LIMITS.sends * RECORD_LIMITS.fullAt) {
 			addHints(this, [
 				`The node's record of paid sends is full (${RECORD_LIMITS.sends.toLocaleString('en-US')} values in n8n's database): each new send pushes out the oldest, so a retry of an execution that n8n stopped long ago may pay again for its items (the Idempotency Key option is kept apart and holds).`,
 			]);
@@ -465,8 +396,5 @@ export async function execute(
 		return later ? await finishLater(this, items, output, later) : output;
 	} catch (error) {
 		throw withPaidNote(this, error, paid);
-	} finally {
-		// Items the run did not reach (it stopped at a failure): their claims ahead go.
-		await Promise.all([...run.ahead.values()].map(letGo));
 	}
 }

@@ -31,14 +31,8 @@ export type Outcome<A, F> =
 export const MEMORY_KEY = 'imagePackGenerate';
 /** Key of the execution's count of identical asks (identity.ts `occurrences`), beside the records. */
 export const ASKED_KEY = 'imagePackAsked';
-/** Key of the durable record's size, counted once per execution. */
-const RECORD_SIZE_KEY = 'imagePackRecordSize';
-
-/** The durable record's rows, in values (durable.ts `size`). */
-export interface RecordSize {
-	claims: number;
-	sends: number;
-}
+/** Key of the size of the durable record's row of paid sends, counted once per execution. */
+const SENDS_RECORDED_KEY = 'imagePackSendsRecorded';
 
 /** The counts before and after the run `run` of the node (and its AI Agent 3.x `calls`). */
 interface AskLedger {
@@ -114,14 +108,14 @@ export class RunMemory {
 		this.store[ASKED_KEY] = ledger;
 	}
 
-	/** The size of the durable record's row as this execution first counted it (durable.ts). */
-	get recordSize(): RecordSize | undefined {
-		const size = this.store[RECORD_SIZE_KEY] as RecordSize | undefined;
-		return typeof size?.claims === 'number' ? size : undefined;
+	/** The values in the durable record's row of paid sends, as this execution first counted them. */
+	get sendsRecorded(): number | undefined {
+		const count = this.store[SENDS_RECORDED_KEY];
+		return typeof count === 'number' ? count : undefined;
 	}
 
-	set recordSize(size: RecordSize | undefined) {
-		this.store[RECORD_SIZE_KEY] = size;
+	set sendsRecorded(count: number | undefined) {
+		this.store[SENDS_RECORDED_KEY] = count;
 	}
 
 	/** An earlier run's record of the same ask in this execution that may have been charged. */
