@@ -1,5 +1,5 @@
 // `npm run bench -- --n8n --n8n-parts=credentials`: what reading the Image Pack credential per item
-// (#44, transport/connection.ts `connectionsPerItem`) costs Generate in a real n8n 2.41.1, against
+// (#44, transport/credential.ts `connectionsPerItem`) costs Generate in a real n8n 2.41.1, against
 // the package that read it once per execution.
 //
 // Builds, each in its own n8n start on one user folder (the same package name cannot be installed

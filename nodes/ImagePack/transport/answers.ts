@@ -14,14 +14,8 @@ import {
 	redact,
 } from '../shared/errors';
 import { BodyTooLarge, readCapped } from './body';
-import {
-	type ApiContext,
-	type CallScope,
-	type Connection,
-	type Outgoing,
-	type Route,
-	routeOf,
-} from './connection';
+import { type ApiContext, type CallScope, type Outgoing, type Route, routeOf } from './connection';
+import { type Connection } from './credential';
 import { limits } from './limits';
 
 /** A 2xx answer whose body could not be read: cut off, garbled, too large, not a JSON object. */

@@ -23,7 +23,6 @@ import {
 	type ApiContext,
 	type CallOptions,
 	type CallScope,
-	type Connection,
 	type Outgoing,
 	ROUTES,
 	decodeName,
@@ -31,6 +30,7 @@ import {
 	parseUrl,
 	resolveFileReference,
 } from './connection';
+import { type Connection } from './credential';
 import {
 	DEFAULT_MAX_FILE_BYTES,
 	LINK_TIMEOUT_MS,

@@ -13,22 +13,17 @@ import { type Answer, type BrokenAnswer, jsonReceiver } from './answers';
 import {
 	type ApiContext,
 	type CallOptions,
-	type Connection,
 	type Outgoing,
 	ROUTES,
 	type Route,
 	openScope,
 } from './connection';
+import { type Connection } from './credential';
 import { send } from './request';
 
 export type { Answer } from './answers';
-export {
-	type Connection,
-	PUBLICATIONS_PATH,
-	connectionsPerItem,
-	executionCancelSignal,
-	getConnection,
-} from './connection';
+export { PUBLICATIONS_PATH, executionCancelSignal } from './connection';
+export { type Connection, connectionsPerItem, getConnection } from './credential';
 import { signedFileLink } from './files';
 
 export { downloadBinary, signedFileLink } from './files';

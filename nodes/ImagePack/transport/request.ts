@@ -25,15 +25,8 @@ import {
 	parseErrorBody,
 } from './answers';
 import { discard, readCapped } from './body';
-import {
-	type ApiContext,
-	type CallScope,
-	type Connection,
-	CREDENTIAL_TYPE,
-	type Outgoing,
-	pause,
-	remainingMs,
-} from './connection';
+import { type ApiContext, type CallScope, type Outgoing, pause, remainingMs } from './connection';
+import { type Connection, CREDENTIAL_TYPE } from './credential';
 import { backoff, limits, retryPolicy } from './limits';
 
 /** Seconds to wait from a Retry-After header (delta seconds or an HTTP date); undefined if absent. */

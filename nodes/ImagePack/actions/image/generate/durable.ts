@@ -326,11 +326,10 @@ export class DurableRecord {
 
 	/** How many values the sends' row holds (one read); 0 when it cannot be counted. */
 	async sendsRecorded(): Promise<number> {
-		const helpers = this.helpers;
-		if (typeof helpers.getProcessedDataCount !== 'function') return 0;
-		return await inTurn(
-			this.lines.node,
-			async () => await helpers.getProcessedDataCount!('node', this.options.node),
+		if (typeof this.helpers.getProcessedDataCount !== 'function') return 0;
+		return await this.call(
+			'node',
+			async (helpers) => await helpers.getProcessedDataCount('node', this.options.node),
 		).catch(() => 0);
 	}
 }
