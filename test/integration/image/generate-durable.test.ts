@@ -280,48 +280,41 @@ describe('the record', () => {
 		expect(storeCalls.record - calls).toBeLessThan(2 * many.length);
 	});
 
-	it('a claim is written just before its own send, never ahead: n8n killed mid-send leaves the rest unclaimed', async () => {
-		// Product 3's answer held: products 1–3 sent and claimed, products 4–8 neither, so a retry after
-		// a kill now generates them instead of reporting them interrupted_send.
-		const calls = storeCalls.record;
-		await emulator.control.injectFault({
-			route: 'generate',
-			kind: 'hold',
-			when: 'after',
-			promptIncludes: SKUS[2],
-		});
-		const running = runInEngine(engine());
-		await waitUntil(async () => (await emulator.control.held()).length === 1);
-		expect(claimedCount()).toBe(3);
-		expect(await requestsPer()).toEqual([1, 1, 1, 0, 0, 0, 0, 0]);
-		await emulator.control.releaseHeld();
-		expect((await running).output).toHaveLength(8);
-		// The run's `began` value, then one call per product.
-		expect(storeCalls.record - calls).toBe(1 + 8);
-	});
-
-	it('a claim made on a large claims’ row (many Idempotency Keys) is still made only at its send', async () => {
-		const context = { workflow: { id: 'test-workflow' }, node: { id: 'node-under-test' } } as never;
-		const older = Array.from(
-			{ length: RECORD_LIMITS.keys },
-			(_unused, index) => `key older ${index}`,
-		);
-		await deduplicationStandIn.checkProcessedAndRecord(older, 'workflow', context, {
-			mode: 'entries',
-		});
-		await emulator.control.injectFault({
-			route: 'generate',
-			kind: 'hold',
-			when: 'after',
-			promptIncludes: SKUS[3],
-		});
-		const running = runInEngine(engine());
-		await waitUntil(async () => (await emulator.control.held()).length === 1);
-		expect(claimedCount()).toBe(older.length + 4);
-		expect(await requestsPer()).toEqual([1, 1, 1, 1, 0, 0, 0, 0]);
-		await emulator.control.releaseHeld();
-		expect((await running).output).toHaveLength(8);
-	});
+	it.each([
+		['a small claims’ row', 0],
+		['a claims’ row of 10,000 Idempotency Keys', RECORD_LIMITS.keys],
+	])(
+		'a claim is written just before its own send, never ahead (%s): n8n killed mid-send leaves the rest unclaimed',
+		async (_row, keys) => {
+			const context = {
+				workflow: { id: 'test-workflow' },
+				node: { id: 'node-under-test' },
+			} as never;
+			const older = Array.from({ length: keys }, (_unused, index) => `key older ${index}`);
+			if (keys) {
+				await deduplicationStandIn.checkProcessedAndRecord(older, 'workflow', context, {
+					mode: 'entries',
+				});
+			}
+			// Product 3's answer held: products 1–3 sent and claimed, products 4–8 neither, so a retry
+			// after a kill generates them instead of reporting them interrupted_send.
+			const calls = storeCalls.record;
+			await emulator.control.injectFault({
+				route: 'generate',
+				kind: 'hold',
+				when: 'after',
+				promptIncludes: SKUS[2],
+			});
+			const running = runInEngine(engine());
+			await waitUntil(async () => (await emulator.control.held()).length === 1);
+			expect(claimedCount()).toBe(keys + 3);
+			expect(await requestsPer()).toEqual([1, 1, 1, 0, 0, 0, 0, 0]);
+			await emulator.control.releaseHeld();
+			expect((await running).output).toHaveLength(8);
+			// The run's `began` value, then one call per product.
+			expect(storeCalls.record - calls).toBe(1 + 8);
+		},
+	);
 
 	it('cannot be written: nothing is sent, the item fails as not_sent (a busy database is tried once more)', async () => {
 		storeCalls.failNext = 1;
