@@ -26,16 +26,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import {
-	REPO_ROOT,
 	createUserFolder,
 	importCredential,
 	importWorkflow,
 	packPackage,
 	publishWorkflow,
 	querySqlite,
-	runCommand,
-	startN8n,
 } from '../e2e/n8n.mjs';
+import { git, packAt, startN8nRetrying } from './builds.mjs';
 import { figure } from './figures.ts';
 import {
 	CREDENTIAL,
@@ -59,29 +57,6 @@ export const EXPRESSION_CREDENTIAL = {
 };
 const KINDS = ['plain', 'expression'];
 
-async function git(args, cwd = REPO_ROOT) {
-	const result = await runCommand('git', args, { cwd });
-	if (result.code !== 0) throw new Error(`git ${args.join(' ')}: ${result.stderr}`);
-	return result.stdout.trim();
-}
-
-/** Builds and packs the package at `rev` from a temporary worktree (removed again; nothing committed). */
-async function packAt(rev, storage, log) {
-	const commit = await git(['rev-parse', '--short', `${rev}^{commit}`]);
-	const dir = path.join(storage, `credentials-base-${commit}`);
-	log(`n8n credentials: build + pack ${commit} in a temporary worktree`);
-	await git(['worktree', 'add', '--detach', dir, commit]);
-	try {
-		fs.symlinkSync(
-			fs.realpathSync(path.join(REPO_ROOT, 'node_modules')),
-			path.join(dir, 'node_modules'),
-		);
-		return await packPackage({ cwd: dir });
-	} finally {
-		await git(['worktree', 'remove', '--force', dir]);
-	}
-}
-
 /** The batch workflow of n8n.bench.mjs with one of the two credentials; downloads on or off. */
 function generateBatch(id, c, kind, downloads) {
 	const workflow = imagePackBatch(id, c);
@@ -103,18 +78,6 @@ async function idle(pid, quietMs = 20, limitMs = 30_000) {
 		const now = treeCpuMs(pid);
 		if (now - before <= quietMs) return;
 		before = now;
-	}
-}
-
-/** `startN8n`, tried again when another process took its free port first (other n8n runs share the machine). */
-async function startN8nRetrying(options, tries = 3) {
-	for (let attempt = 1; ; attempt++) {
-		try {
-			return await startN8n(options);
-		} catch (error) {
-			if (attempt >= tries || !/already in use|EADDRINUSE/.test(String(error?.message)))
-				throw error;
-		}
 	}
 }
 
@@ -142,7 +105,7 @@ export async function benchN8nCredentials(
 		now:
 			nowTarball ??
 			(log(`n8n credentials: build + pack the work tree (${head})`), await packPackage()),
-		before: beforeTarball ?? (await packAt(base, storage, log)),
+		before: beforeTarball ?? (await packAt(base, storage, log, 'credentials')).tarball,
 	};
 	for (const [build, tarball] of Object.entries(tarballs))
 		log(`n8n credentials: ${build} = ${tarball}`);

@@ -34,7 +34,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 import {
-	REPO_ROOT,
 	createUserFolder,
 	ensureN8n,
 	importCredential,
@@ -43,9 +42,9 @@ import {
 	publishWorkflow,
 	querySqlite,
 	runCommand,
-	startN8n,
 } from '../e2e/n8n.mjs';
 import { RECORD_LIMITS } from '../../nodes/ImagePack/actions/image/generate/durable.ts';
+import { git, packAt, startN8nRetrying } from './builds.mjs';
 import { figure } from './figures.ts';
 import {
 	CREDENTIAL,
@@ -78,29 +77,6 @@ const md5 = (value) => createHash('md5').update(value).digest('base64');
 /** What fills a row: MD5s of values no send can have, as n8n stores any value. */
 export function fillerValues(count, tag = 'bench filler') {
 	return Array.from({ length: count }, (_, i) => md5(`${tag} ${i}`));
-}
-
-async function git(args, cwd = REPO_ROOT) {
-	const result = await runCommand('git', args, { cwd });
-	if (result.code !== 0) throw new Error(`git ${args.join(' ')}: ${result.stderr}`);
-	return result.stdout.trim();
-}
-
-/** Builds and packs the package at `rev` from a temporary worktree (removed again; nothing committed). */
-async function packAt(rev, storage, log) {
-	const commit = await git(['rev-parse', '--short', `${rev}^{commit}`]);
-	const dir = path.join(storage, `base-${commit}`);
-	log(`n8n durable: build + pack ${commit} in a temporary worktree`);
-	await git(['worktree', 'add', '--detach', dir, commit]);
-	try {
-		fs.symlinkSync(
-			fs.realpathSync(path.join(REPO_ROOT, 'node_modules')),
-			path.join(dir, 'node_modules'),
-		);
-		return { commit, tarball: await packPackage({ cwd: dir }) };
-	} finally {
-		await git(['worktree', 'remove', '--force', dir]);
-	}
 }
 
 /**
@@ -208,18 +184,6 @@ function installer(user, builds) {
 	};
 }
 
-/** `startN8n`, tried again when another process took its free port first (other n8n runs share the machine). */
-async function startN8nRetrying(options, tries = 3) {
-	for (let attempt = 1; ; attempt++) {
-		try {
-			return await startN8n(options);
-		} catch (error) {
-			if (attempt >= tries || !/already in use|EADDRINUSE/.test(String(error?.message)))
-				throw error;
-		}
-	}
-}
-
 /** One measured batch run (as benchN8nBatch measures it): wall, CPU by thread, V8's collections, n8n's store. */
 async function measureRun({
 	env,
@@ -318,7 +282,7 @@ export async function benchN8nDurable(
 	const withTarball = await packPackage();
 	// The package before the record only when it runs (`--n8n-durable-builds=with`: the row states only).
 	const without = builds.includes('without')
-		? await packAt(base, storage, log)
+		? await packAt(base, storage, log, 'durable')
 		: { commit: base, tarball: undefined };
 	const user = await createUserFolder({
 		tarball: withTarball,
