@@ -36,7 +36,7 @@ interface Row {
 	/**
 	 * Retry On Fail sends a Generate item refused with this code again: a try a second later can pass.
 	 * Executions → Retry sends every refused item again (its cause may have been fixed). Neither sends
-	 * a generation that may have been charged, whatever its code (replay.ts).
+	 * a generation that may have been charged, whatever its code (generate/verdict.ts).
 	 */
 	retryOnFail?: true;
 	/** Holds for every request with this key: Generate asks no further image links. */
@@ -155,7 +155,7 @@ export const CODES = {
 		next: 'Do not call again in this conversation turn: tell the user the credit cap of this workflow was reached.',
 	},
 	unknown_handle: {},
-	// A record says a generation was (or may have been) paid for already (replay.ts, durable.ts).
+	// A record says a generation was (or may have been) paid for already (generate/verdict.ts, generate/durable.ts).
 	interrupted_send: {
 		next: 'Do not call again with the same arguments: the generation may have run and been charged; tell the user to check the session on the Image Pack website.',
 	},

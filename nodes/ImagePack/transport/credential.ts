@@ -23,7 +23,7 @@ export interface Connection {
 	/**
 	 * Who asks: a fingerprint of the key (`keyFingerprint`), kept with every record the node makes
 	 * (never the key, never the n8n credential's id). Two fingerprints are the same key; different
-	 * ones may still be one account (a replaced key), which only the API can tell (ownership.ts).
+	 * ones may still be one account (a replaced key), which only the API can tell (`proveOwnership`, transport/index.ts).
 	 */
 	fingerprint: string;
 	/**
@@ -130,7 +130,11 @@ interface ItemFree {
 	first?: ICredentialDataDecryptedObject;
 }
 
-/** The execution's answer, in the node's context data: it holds for every run of the node. */
+/**
+ * The answer, in the node's context data, for the execution and credential it was given for: it
+ * holds for the execution's later runs of the node (a loop's batches); a retry (a new execution,
+ * maybe with the saved workflow's other credential) asks again.
+ */
 const ITEM_FREE_KEY = 'imagePackCredentialItemFree';
 
 /**
@@ -149,12 +153,17 @@ async function sameForEveryItem(ctx: IExecuteFunctions, itemCount: number): Prom
 	} catch {
 		// No execution data to keep it in: asked again next run.
 	}
-	if (memory[ITEM_FREE_KEY] === false) return {};
+	const selected = ctx.getNode().credentials?.[CREDENTIAL_TYPE];
+	const askedFor = `${ctx.getExecutionId?.() ?? ''} ${selected?.id ?? selected?.name ?? ''}`;
+	const kept = memory[ITEM_FREE_KEY] as { for?: string; same?: boolean } | undefined;
+	const known = kept?.for === askedFor ? kept.same : undefined;
+	const keep = (same: boolean) => (memory[ITEM_FREE_KEY] = { for: askedFor, same });
+	if (known === false) return {};
 	let first: ICredentialDataDecryptedObject | undefined;
 	try {
 		const itemZero = await ctx.getCredentials<ICredentialDataDecryptedObject>(CREDENTIAL_TYPE, 0);
 		first = itemZero;
-		if (memory[ITEM_FREE_KEY] === true) return { all: first };
+		if (known === true) return { all: first };
 		for (const beyond of [itemCount, itemCount + 1]) {
 			if (
 				!sameValues(
@@ -162,15 +171,15 @@ async function sameForEveryItem(ctx: IExecuteFunctions, itemCount: number): Prom
 					await ctx.getCredentials<ICredentialDataDecryptedObject>(CREDENTIAL_TYPE, beyond),
 				)
 			) {
-				memory[ITEM_FREE_KEY] = false;
+				keep(false);
 				return { first };
 			}
 		}
 	} catch {
-		memory[ITEM_FREE_KEY] = false;
+		keep(false);
 		return { first };
 	}
-	memory[ITEM_FREE_KEY] = true;
+	keep(true);
 	return { all: first, first };
 }
 

@@ -20,16 +20,16 @@ const of = (changes: Partial<typeof ask> = {}, where = place, occurrence = 0) =>
 };
 
 describe('identify', () => {
-	it('a send names the run, what is asked and its occurrence: not the run index, not the key', () => {
+	it('a send names the run, what is asked, by which key, and its occurrence: not the run index, not the call', () => {
 		const sends = [
 			of(),
 			of({}, { ...place, run: 'token other' }), // a new execution
 			of({ body: { prompt: 'a cup', n: 1 } }), // another request
 			of({ language: 'zh-CN' }), // another language of the warnings
 			of({}, place, 1), // the second identical ask
+			of({}, { ...place, fingerprint: 'f2' }), // the same ask of another account
 		].map((identity) => identity.send);
-		expect(new Set(sends).size).toBe(5);
-		expect(of({}, { ...place, fingerprint: 'f2' }).send).toBe(of().send); // the store cannot tell whose
+		expect(new Set(sends).size).toBe(6);
 		expect(of({ call: 'call_2' }).send).toBe(of().send); // an agent's retry asks with a new call id
 	});
 

@@ -182,10 +182,11 @@ describe('RunMemory', () => {
 			{ digest: 'd1', fingerprint: 'f' },
 			{ kind: 'uncertain', failure },
 		);
-		expect(new RunMemory(store, 1, 'e1').earlierUncertain('d1')?.kind).toBe('uncertain');
-		expect(new RunMemory(store, 1, 'e1').earlierUncertain('d2')).toBeUndefined();
-		expect(new RunMemory(store, 0, 'e1').earlierUncertain('d1')).toBeUndefined(); // its own run
-		expect(new RunMemory(store, 1, 'e2').earlierUncertain('d1')).toBeUndefined();
+		expect(new RunMemory(store, 1, 'e1').earlierUncertain('d1', 'f')?.kind).toBe('uncertain');
+		expect(new RunMemory(store, 1, 'e1').earlierUncertain('d2', 'f')).toBeUndefined();
+		expect(new RunMemory(store, 1, 'e1').earlierUncertain('d1', 'g')).toBeUndefined(); // another account
+		expect(new RunMemory(store, 0, 'e1').earlierUncertain('d1', 'f')).toBeUndefined(); // its own run
+		expect(new RunMemory(store, 1, 'e2').earlierUncertain('d1', 'f')).toBeUndefined();
 	});
 
 	it('forgets earlier runs, never the current or later ones', () => {

@@ -44,7 +44,7 @@ const base: Facts = {
 	resendUncertain: false,
 	record: 'run',
 };
-const none = { sent: false, again: false, key: false };
+const none = { sent: false, again: false, key: 'unused' } as const;
 const kind = (facts: Partial<Facts>) => {
 	const result = verdict({ ...base, ...facts });
 	if (result.kind === 'notSent') {
@@ -76,13 +76,23 @@ describe('verdict', () => {
 		],
 		[
 			'an Idempotency Key used',
-			{ recorded: { ...none, key: true } },
+			{ recorded: { ...none, key: 'used' } },
 			'not sent: idempotency_key_used',
 		],
 		[
 			'a key used, even with Resend on',
-			{ resendUncertain: true, recorded: { ...none, key: true } },
+			{ resendUncertain: true, recorded: { ...none, key: 'used' } },
 			'not sent: idempotency_key_used',
+		],
+		[
+			'a key whose send got no answer (n8n stopped): reported, never called free',
+			{ recorded: { ...none, key: 'open' } },
+			'not sent: interrupted_send (key)',
+		],
+		[
+			"…sent on the user's word (Resend on)",
+			{ resendUncertain: true, recorded: { ...none, key: 'open' } },
+			'send fresh',
 		],
 		[
 			'an earlier identical call of this execution may have been charged',
@@ -143,15 +153,20 @@ describe('verdict', () => {
 		],
 		[
 			'…its own key is no reason',
-			{ memo: uncertain('e0'), resendUncertain: true, recorded: { ...none, key: true } },
+			{ memo: uncertain('e0'), resendUncertain: true, recorded: { ...none, key: 'open' } },
 			'send again',
 		],
 		// Refused: a retried execution sends it; a try only when a second try can pass.
 		['refused (500), a try of this execution', { memo: refused('internal_error') }, 'claim try'],
 		[
-			'…whatever the record holds: the memory decides',
-			{ memo: refused('internal_error'), recorded: { sent: true, again: false, key: true } },
+			'…its own send left recorded (a release that failed) is no reason',
+			{ memo: refused('internal_error'), recorded: { ...none, sent: true } },
 			'send try',
+		],
+		[
+			'…a key another item or execution used meanwhile is',
+			{ memo: refused('internal_error'), recorded: { ...none, key: 'used' } },
+			'not sent: idempotency_key_used',
 		],
 		[
 			'refused (402), a try of this execution',
@@ -185,7 +200,7 @@ describe('verdict', () => {
 		],
 		[
 			'…its key used since',
-			{ memo: refused('insufficient_credits', 'e0'), recorded: { ...none, key: true } },
+			{ memo: refused('insufficient_credits', 'e0'), recorded: { ...none, key: 'used' } },
 			'not sent: idempotency_key_used',
 		],
 	])('%s', (_case, facts, expected) => {

@@ -1,7 +1,7 @@
 /**
  * May this generation spend its estimate? Every generation that is sent takes a reservation here
  * first (`reserveCredits`) and settles it with what the service charged; an answer replayed from an
- * earlier try or collected from a held generation (replay.ts) costs nothing and reserves nothing.
+ * earlier try or collected from a held generation (held.ts) costs nothing and reserves nothing.
  * Max Credits per Item needs no reservation: it is checked against the item's estimate while the
  * item is planned, before anything is sent (request.ts).
  *

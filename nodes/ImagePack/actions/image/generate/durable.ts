@@ -1,7 +1,7 @@
 /**
  * The record of each paid send that survives n8n being killed: n8n's deduplication store
  * (`helpers.checkProcessedAndRecord`, scope `node`), the one write a node can make mid-run that is
- * committed before the promise resolves (N8N-FACTS, seventh round). It keeps MD5 hashes only: a
+ * committed before the promise resolves (docs/retry.md, "When n8n stops mid-run"). It keeps MD5 hashes only: a
  * record says "this was recorded", never what it came to. The values are the item's identity's
  * (identity.ts); what a found value means is the verdict's (verdict.ts).
  *
@@ -113,11 +113,18 @@ async function recordInTurn(
 	return await found;
 }
 
-// Tool windows this process is sending right now: a concurrent identical call is no interrupted one.
-const sending = new Map<string, number>();
+// Tool windows and open keys claims of this process hold right now: found, they are no interrupted
+// send (an identical call at the same moment, a twin row in flight).
+const inFlight = new Map<string, number>();
 
 // Paid sends settled in this process and not yet moved to their node's row, by node.
 const toMove = new Map<string, string[]>();
+
+/**
+ * Values a retry's asking recorded in the sends' row and could not take out (a busy database), by
+ * node: not sends. A claim that sends one makes it a send again.
+ */
+const leftByAsking = new Map<string, Set<string>>();
 
 /**
  * Runs this process opened (`open`), by run and execution: a run first opened here has nothing of
@@ -130,15 +137,26 @@ const OPENED_KEPT = 10_000;
 export function forgetProcessRecords(): void {
 	toMove.clear();
 	openedHere.clear();
-	sending.clear();
+	leftByAsking.clear();
+	inFlight.clear();
 }
 
 /** An outcome as the record settles it (stores.ts `Outcome` kinds, and a send that was not made). */
 export type Settled = 'generated' | 'uncertain' | 'refused' | 'not sent';
 
+/**
+ * What a claim records: sends (the run's, or a send again), the Idempotency Key's values (the key,
+ * its open mark, Clear's once-per-run mark), or a tool call's windows.
+ */
+export interface ClaimValues {
+	sends: string[];
+	key?: string[];
+	windows: string[];
+}
+
 /** One item's claim: what was recorded before it, and how its values settle. */
 export interface Claimed {
-	/** Values recorded before this claim (tool windows this process is sending now excluded). */
+	/** Values recorded before this claim (windows and open keys a claim of this process holds excluded). */
 	found: Set<string>;
 	/**
 	 * After the outcome: a refusal, or a send not made, lets go of what this claim recorded; a
@@ -169,10 +187,9 @@ export class DurableRecord {
 		this.lines = { node: this.node, workflow: `${ctx.getWorkflow().id ?? ''} ` };
 	}
 
-	/** A value as the claims' row holds it: keys name their node already, the rest get it. */
-	private claimValue(value: string): string {
-		return value.startsWith('key ') ? value : `claim ${this.node} ${value}`;
-	}
+	/** A value as the claims' row holds it: a key's values name their node already, the rest get it. */
+	private readonly claimValue = (value: string): string =>
+		/^(key|open|clear) /.test(value) ? value : `claim ${this.node} ${value}`;
 
 	private async call<T>(scope: Scope, work: (helpers: DeduplicationHelpers) => Promise<T>) {
 		const helpers = this.helpers as DeduplicationHelpers;
@@ -184,19 +201,25 @@ export class DurableRecord {
 	 * Before the run's first claim: may `run` have claimed before? Yes for an execution n8n started
 	 * as a retry (`retry`); otherwise when another process claimed for it (a 1.x queue-mode worker
 	 * running a stalled job again), asked once per run and execution in this process (one value in
-	 * the sends' row, `began <run>`). Then each node run asks which of its `values` (its items'
-	 * sends) were moved to the sends' row, in one read and one write.
+	 * the sends' row, `began <run>`); a plain execution's later node runs (a loop's batches) ask
+	 * nothing more. Then the node run asks which of its `values` (its items' sends) were moved to the
+	 * sends' row: by recording them and taking the new ones out again, in one turn of the row's line
+	 * (no other call of this process lands between, so nothing is trimmed), with room so that asking
+	 * drops nothing. What could not be taken out is remembered (`leftByAsking`): a later ask of this
+	 * process does not take it for a send.
 	 */
 	async open(run: string, executionId: string, values: string[], retry: boolean): Promise<void> {
 		if (typeof this.helpers.checkProcessedAndRecord !== 'function' || !values.length) return;
 		const here = `${run} ${executionId}`;
 		const options = this.options.node;
+		const helpers = this.helpers as DeduplicationHelpers;
+		const twice = async <T>(work: () => Promise<T>) => await work().catch(work);
 		try {
-			if (!retry && !openedHere.has(here)) {
-				const began = `began ${run}`;
+			if (!retry) {
+				if (openedHere.has(here)) return;
 				const { processed } = await this.call(
 					'node',
-					async (helpers) => await helpers.checkProcessedAndRecord([began], 'node', options),
+					async () => await helpers.checkProcessedAndRecord([`began ${run}`], 'node', options),
 				);
 				if (!processed.length) {
 					openedHere.add(here);
@@ -204,84 +227,121 @@ export class DurableRecord {
 					return;
 				}
 			}
-			openedHere.delete(here);
-			// Asked by recording, then taken out again: room for them, so that asking drops nothing.
 			const room = { ...options, maxEntries: options.maxEntries + values.length };
-			const asked = await this.call(
-				'node',
-				async (helpers) => await helpers.checkProcessedAndRecord(values, 'node', room),
-			);
-			this.moved = new Set(asked.processed);
-			if (asked.new.length) {
-				await this.call(
-					'node',
-					async (helpers) => await helpers.removeProcessed(asked.new, 'node', options),
+			const left = leftByAsking.get(this.node) ?? new Set<string>();
+			this.moved = await inTurn(this.lines.node, async () => {
+				const asked = await twice(
+					async () => await helpers.checkProcessedAndRecord(values, 'node', room),
 				);
-			}
+				const notSent = [...asked.new, ...asked.processed.filter((value) => left.has(value))];
+				if (notSent.length) {
+					await twice(async () => await helpers.removeProcessed(notSent, 'node', options)).then(
+						() => notSent.forEach((value) => left.delete(value)),
+						() => notSent.forEach((value) => left.add(value)),
+					);
+				}
+				return new Set(asked.processed.filter((value) => !notSent.includes(value)));
+			});
+			if (left.size) leftByAsking.set(this.node, left);
+			else leftByAsking.delete(this.node);
 		} catch (error) {
 			this.unreadable = (error as Error)?.message ?? String(error);
 		}
 	}
 
+	/** A retry's send that its `open` found in the sends' row: it left before; no claim needed. */
+	sentBefore(value: string): boolean {
+		return this.moved.has(value);
+	}
+
 	/**
-	 * Records `values` (and a tool call's `windows`) before a send, in one call to the claims' row;
-	 * what was there before, or moved to the sends' row. `failed` says why the store could not be
-	 * written (a colliding first insert, a busy database: tried once more); nothing may be sent then.
+	 * Records an item's values before its send: sends, the key's values in the claims' row (one call
+	 * with the lanes waiting beside it), a tool call's windows in the sends' row (calls are few and
+	 * each window is kept an hour or two: never in the small row, where it would push keys out).
+	 * Returns what was there before (or moved to the sends' row). `failed` says why the store could
+	 * not be written (a colliding first insert, a busy database: tried once more); nothing may be
+	 * sent then, and nothing this claim wrote is left behind.
 	 */
-	async claim(values: string[], windows: string[] = []): Promise<Claimed | { failed: string }> {
+	async claim({ sends, key = [], windows }: ClaimValues): Promise<Claimed | { failed: string }> {
 		if (typeof this.helpers.checkProcessedAndRecord !== 'function') {
 			return { failed: 'this n8n gives the node no deduplication store' };
 		}
 		if (this.unreadable) return { failed: this.unreadable };
-		const all = [...new Set([...values, ...windows])];
 		const helpers = this.helpers as DeduplicationHelpers;
-		const recorded = await recordInTurn(
-			this.lines.workflow,
-			all.map((value) => this.claimValue(value)),
-			async (claimed) =>
-				await helpers.checkProcessedAndRecord(claimed, 'workflow', this.options.workflow),
-		).catch((error: unknown) => ({ failed: (error as Error)?.message ?? String(error) }));
-		if ('failed' in recorded) return recorded;
-		const before = all.filter(
-			(value) => recorded.has(this.claimValue(value)) || this.moved.has(value),
-		);
-		const found = new Set(before.filter((value) => !sending.has(value)));
-		for (const value of windows) sending.set(value, (sending.get(value) ?? 0) + 1);
-		const fresh = all.filter((value) => !recorded.has(this.claimValue(value)));
-		// Sends (not a key, not a window): paid, they move to the node's row; so does one an earlier
-		// attempt left in the claims' row when n8n stopped, once this claim has seen it.
-		const window = new Set(windows);
-		const isSend = (value: string) => !value.startsWith('key ') && !window.has(value);
-		const leftBefore = all.filter((value) => isSend(value) && !fresh.includes(value));
-		let inFlight = true;
-		const landed = () => {
-			if (!inFlight) return;
-			inFlight = false;
-			for (const value of windows) {
-				const left = (sending.get(value) ?? 1) - 1;
-				if (left > 0) sending.set(value, left);
-				else sending.delete(value);
+		const inClaims = [...new Set([...sends, ...key])];
+		const write = (scope: Scope) => async (values: string[]) =>
+			await helpers.checkProcessedAndRecord(values, scope, this.options[scope]);
+		const failed = (error: unknown) => ({ failed: (error as Error)?.message ?? String(error) });
+		const atNode = windows.length
+			? await recordInTurn(this.lines.node, windows, write('node')).catch(failed)
+			: new Set<string>();
+		if ('failed' in atNode) return atNode;
+		const atClaims = inClaims.length
+			? await recordInTurn(
+					this.lines.workflow,
+					inClaims.map(this.claimValue),
+					write('workflow'),
+				).catch(failed)
+			: new Set<string>();
+		if ('failed' in atClaims) {
+			await this.forget(
+				windows.filter((value) => !atNode.has(value)),
+				'node',
+			);
+			return atClaims;
+		}
+		const inClaimsRow = (value: string) => atClaims.has(this.claimValue(value));
+		const before = [
+			...inClaims.filter((value) => inClaimsRow(value) || this.moved.has(value)),
+			...windows.filter((value) => atNode.has(value)),
+		];
+		// A window or an open key that a claim of this process still holds is no interrupted one.
+		const held = [...windows, ...key.filter((value) => value.startsWith('open '))];
+		const found = new Set(before.filter((value) => !inFlight.has(value)));
+		for (const value of held) inFlight.set(value, (inFlight.get(value) ?? 0) + 1);
+		for (const value of sends) leftByAsking.get(this.node)?.delete(value);
+		const fresh = (values: string[], row: (value: string) => boolean) =>
+			values.filter((value) => !row(value) && !inFlight.has(value));
+		// Sends an attempt n8n did not finish left in the claims' row move once this claim saw them.
+		const leftBefore = sends.filter(inClaimsRow);
+		let holding = true;
+		const letGo = () => {
+			if (!holding) return;
+			holding = false;
+			for (const value of held) {
+				const left = (inFlight.get(value) ?? 1) - 1;
+				if (left > 0) inFlight.set(value, left);
+				else inFlight.delete(value);
 			}
 		};
 		let windowsHeld = windows.length > 0;
 		return {
 			found,
 			settle: async (outcome) => {
-				landed();
+				letGo();
 				if (outcome === 'refused' || outcome === 'not sent') {
 					windowsHeld = false;
-					// A window an identical call in flight also holds stays until that call settles.
-					await this.forget(fresh.filter((value) => !sending.has(value)));
+					await this.forget(fresh(inClaims, inClaimsRow));
+					await this.forget(
+						fresh(windows, (value) => atNode.has(value)),
+						'node',
+					);
 					await this.move(leftBefore);
 					return;
 				}
-				await this.move([...fresh.filter(isSend), ...leftBefore]);
+				await this.move([...sends.filter((value) => !inClaimsRow(value)), ...leftBefore]);
+				// Answered: the key is used, no longer open. Uncertain: it stays open.
+				const open = key.filter((value) => value.startsWith('open ') && !inFlight.has(value));
+				if (outcome === 'generated') await this.forget(open);
 			},
 			answered: async () => {
 				if (!windowsHeld) return;
 				windowsHeld = false;
 				// A window another call recorded before stays: that call may still need it.
-				await this.forget(windows.filter((value) => !found.has(value) && !sending.has(value)));
+				await this.forget(
+					windows.filter((value) => !found.has(value) && !inFlight.has(value)),
+					'node',
+				);
 			},
 		};
 	}
@@ -311,16 +371,16 @@ export class DurableRecord {
 	}
 
 	/**
-	 * Takes values out of the claims' row (a cleared Idempotency Key, a claim let go, sends moved),
-	 * tried once more like a claim; a failure leaves them recorded: a later attempt then reports the
-	 * item instead of sending it.
+	 * Takes values out of a row (a claim let go, an answered key's open mark, sends moved, a tool
+	 * call's windows), tried once more like a claim; a failure leaves them recorded: a later attempt
+	 * then reports the item instead of sending it.
 	 */
-	async forget(values: string[]): Promise<void> {
+	private async forget(values: string[], scope: Scope = 'workflow'): Promise<void> {
 		if (!values.length || typeof this.helpers.removeProcessed !== 'function') return;
-		const claimed = values.map((value) => this.claimValue(value));
+		const stored = scope === 'workflow' ? values.map(this.claimValue) : values;
 		await this.call(
-			'workflow',
-			async (helpers) => await helpers.removeProcessed(claimed, 'workflow', this.options.workflow),
+			scope,
+			async (helpers) => await helpers.removeProcessed(stored, scope, this.options[scope]),
 		).catch(() => {});
 	}
 

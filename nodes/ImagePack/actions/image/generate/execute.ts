@@ -67,22 +67,36 @@ interface Item extends ItemRun {
 	record: 'run' | 'tool';
 }
 
-/** The values a claim records: the run's send, a tool call's windows, or a send again; the key. */
-function claimValues({ identity, memo, record }: Item, claim: Claim) {
+/**
+ * The values a claim records (durable.ts `ClaimValues`): the run's send, a tool call's windows, or
+ * a send again; the Idempotency Key with its open mark, and Clear's mark of the key for this run.
+ */
+function claimValues({ identity, memo, plan, record }: Item, claim: Claim) {
+	const again = claim === 'again' ? againValue(identity, memo!.executionId) : undefined;
+	const clearing = plan.options.clearIdempotencyKey ? [identity.keyCleared] : [];
 	return {
-		send: claim !== 'again' && record === 'run' ? identity.send : undefined,
-		windows: claim !== 'again' && record === 'tool' ? toolWindows(identity, Date.now()) : [],
-		again: claim === 'again' ? againValue(identity, memo!.executionId) : undefined,
-		key: identity.key || undefined,
+		send: !again && record === 'run' ? identity.send : undefined,
+		again,
+		windows: !again && record === 'tool' ? toolWindows(identity, Date.now()) : [],
+		key: identity.key ? [identity.key, identity.keyOpen, ...clearing] : [],
 	};
 }
 
 /** Writes the item's claim, and says what was recorded before it; nothing is sent without it. */
-async function claimSend(run: Run, item: Item, claim: Claim): Promise<[Claimed, Recorded]> {
-	const { send, windows, again, key } = claimValues(item, claim);
+async function claimSend(run: Run, item: Item, claim: Claim): Promise<[Claimed?, Recorded?]> {
+	const { send, again, windows, key } = claimValues(item, claim);
+	// A retry's one read of the sends' row already says this left: reported with no store call.
+	if (
+		send &&
+		claim === 'fresh' &&
+		run.durable.sentBefore(send) &&
+		!item.plan.options.resendUncertain
+	) {
+		return [undefined, { sent: true, again: false, key: 'unused' }];
+	}
 	run.claims++;
-	const values = [send, again, key].filter((value): value is string => value !== undefined);
-	const claimed = await run.durable.claim(values, windows);
+	const sends = [send, again].filter((value): value is string => value !== undefined);
+	const claimed = await run.durable.claim({ sends, key, windows });
 	if ('failed' in claimed) {
 		throw imagePackError(
 			run.ctx.getNode(),
@@ -95,10 +109,20 @@ async function claimSend(run: Run, item: Item, claim: Claim): Promise<[Claimed, 
 		);
 	}
 	const found = (value?: string) => value !== undefined && claimed.found.has(value);
-	const recorded = {
+	const { identity } = item;
+	// Clear Idempotency Key: the run's first claim of the key finds its mark unset and sends; its
+	// twins, later tries and batches, and a retry after a stop find it set.
+	const cleared = item.plan.options.clearIdempotencyKey && !found(identity.keyCleared);
+	const keyState =
+		!identity.key || cleared || !found(identity.key)
+			? ('unused' as const)
+			: found(identity.keyOpen)
+				? ('open' as const)
+				: ('used' as const);
+	const recorded: Recorded = {
 		sent: found(send) || windows.some(found),
 		again: found(again),
-		key: found(key),
+		key: keyState,
 	};
 	return [claimed, recorded];
 }
@@ -110,7 +134,9 @@ function factsOf(run: Run, { identity, memo, plan, record }: Item): Facts {
 		executionId: run.memory.executionId,
 		fingerprint: identity.fingerprint,
 		resendUncertain: plan.options.resendUncertain,
-		earlierUncertain: run.asTool ? run.memory.earlierUncertain(identity.digest) : undefined,
+		earlierUncertain: run.asTool
+			? run.memory.earlierUncertain(identity.digest, identity.fingerprint)
+			: undefined,
 		record,
 	};
 }
@@ -146,6 +172,25 @@ function sendFailure(run: Run, item: Item, error: unknown) {
 	);
 }
 
+/** What the item came to, kept in the execution's memory: a try, a retry or a repeat reads it. */
+function remember(
+	run: Run,
+	{ identity, itemIndex }: Item,
+	outcome: Outcome<Generated, StoredFailure>,
+) {
+	const asked = {
+		digest: identity.digest,
+		occurrence: identity.occurrence,
+		fingerprint: identity.fingerprint,
+		call: identity.call,
+	};
+	const kept =
+		outcome.kind === 'generated'
+			? { kind: outcome.kind, answer: storedAnswer(outcome.answer) }
+			: outcome;
+	run.memory.remember(itemIndex, asked, kept);
+}
+
 /**
  * After the item's verdict or send: what it came to is kept in the execution's memory, the record
  * keeps or lets go of its claim, and the credit caps count what was charged.
@@ -157,21 +202,8 @@ async function settle(
 	claimed: Claimed | undefined,
 	credits?: (charged: number) => void,
 ): Promise<void> {
-	const { identity } = item;
 	const estimate = item.plan.request.creditsEstimated;
-	if (outcome.kind !== 'not sent') {
-		const asked = {
-			digest: identity.digest,
-			occurrence: identity.occurrence,
-			fingerprint: identity.fingerprint,
-			call: identity.call,
-		};
-		const kept =
-			outcome.kind === 'generated'
-				? { kind: outcome.kind, answer: storedAnswer(outcome.answer) }
-				: outcome;
-		run.memory.remember(item.itemIndex, asked, kept);
-	}
+	if (outcome.kind !== 'not sent') remember(run, item, outcome);
 	// A figure off contract (null, negative, text) counts as the estimate: caps hold (output.ts says so).
 	const charged = {
 		generated: () => chargedCredits((outcome as { answer: Generated }).answer?.body) ?? estimate,
@@ -201,7 +233,7 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 	while (decided.kind === 'prove' || decided.kind === 'claim') {
 		if (decided.kind === 'prove') facts = { ...facts, proof: await prove(run, item) };
 		else {
-			let recorded: Recorded;
+			let recorded: Recorded | undefined;
 			[claimed, recorded] = await claimSend(run, item, decided.claim);
 			facts = { ...facts, recorded };
 		}
@@ -220,11 +252,18 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 	if (decided.kind === 'notSent') {
 		await settle(run, item, { kind: 'not sent' }, claimed);
 		const { session_id: sessionId } = plan.request.body;
-		throw notSentError(ctx.getNode(), decided.why, {
+		const error = notSentError(ctx.getNode(), decided.why, {
 			itemIndex,
 			sessionId,
 			idempotencyKey: plan.options.idempotencyKey,
 		});
+		// Sent by an attempt n8n did not finish: from now on an uncertain send of this execution, so a
+		// try, or the same call again (an agent's repeat), reports it instead of paying for it.
+		const failure = errorFacts(error);
+		if (!item.memo && failureKind(failure) === 'uncertain') {
+			remember(run, item, { kind: 'uncertain', failure });
+		}
+		throw error;
 	}
 	let credits: ((charged: number) => void) | undefined;
 	try {
@@ -247,6 +286,54 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 	}
 }
 
+/**
+ * What is left of a paid item (reading its answer, downloads, output items): an error there comes
+ * after the charge, so it says so, with the session, never "not sent". `answered` lets a tool
+ * call's record go once its output is built, not before: a repeat after a failed output is
+ * reported, not paid again.
+ */
+function paidFinish(
+	run: Run,
+	item: Item,
+	answer: Generated,
+	answered: () => Promise<void>,
+): Answered {
+	const failedAfterPaying = (error: unknown) =>
+		imagePackError(
+			run.ctx.getNode(),
+			{
+				code: 'server_fault',
+				charge: 'may_have_been_charged',
+				itemIndex: item.itemIndex,
+				sessionId: sessionOf(answer) ?? item.plan.request.body.session_id,
+			},
+			{
+				message: `The generation was answered and charged, but its answer could not be read: ${errorMessage(error)}`,
+			},
+		);
+	let output: Answered;
+	try {
+		output = outputOf(item, answer);
+	} catch (error) {
+		throw failedAfterPaying(error);
+	}
+	return {
+		paid: output.paid,
+		finish: async () => {
+			const items = await output.finish().catch((error: unknown) => {
+				throw failedAfterPaying(error);
+			});
+			await answered();
+			return items;
+		},
+	};
+}
+
+function sessionOf(answer: Generated): string | undefined {
+	const session = (answer.body as { session_id?: unknown } | undefined)?.session_id;
+	return typeof session === 'string' && session ? session : undefined;
+}
+
 /** Generates an item (or joins or replays its generation). */
 async function generateItem(run: Run, item: Item): Promise<Answered> {
 	// As a tool with an answer bound: join the generation this process holds, or start it.
@@ -262,12 +349,11 @@ async function generateItem(run: Run, item: Item): Promise<Answered> {
 			const running = [{ json: answer.running, pairedItem: { item: item.itemIndex } }];
 			return { paid: undefined, finish: async () => running }; // not paid for yet
 		}
-		return outputOf(item, answer);
+		return paidFinish(run, item, answer.answer, answer.collect);
 	}
 	const { answer, answered, replayed } = await paidAnswer(run, item);
-	await answered();
 	if (replayed) run.replayed.push(item.itemIndex);
-	return outputOf(item, answer);
+	return paidFinish(run, item, answer, answered);
 }
 
 /** The items' downloads after the last generation, in input order; a failed item keeps its error. */
@@ -345,12 +431,6 @@ export async function execute(
 		const connection = connections[itemIndex]!;
 		return { ctx: this, connection, asTool, itemIndex, plan, ...known[itemIndex]!, record };
 	});
-	// Clear Idempotency Key: each key once per run, before any claim, so a twin row finds it used.
-	const cleared = known.filter(
-		(entry, itemIndex) =>
-			entry?.identity.key && (plans[itemIndex] as ItemPlan).options.clearIdempotencyKey,
-	);
-	await run.durable.forget([...new Set(cleared.map((entry) => entry!.identity.key))]);
 	const first = plans.find((plan): plan is ItemPlan => !(plan instanceof Error));
 	const lanes = first?.options.concurrency ?? 1;
 	// The sends' row counted once per execution: a run that finds it full says so.

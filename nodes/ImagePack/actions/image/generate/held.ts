@@ -50,15 +50,16 @@ function stillRunning({ ctx, plan }: ItemRun, held: Held<Generated>, boundMs: nu
 /**
  * The generation's answer within `boundMs`: the one held for the same request (or `handle`), else
  * the one `start` (execute.ts's item sequence) sends now; `{ running }` when it is not done yet (the
- * request goes on). A handle this process does not hold never sends. A caller that collects the
- * answer calls `answered` (the record's tool windows go then).
+ * request goes on). A handle this process does not hold never sends. The caller collects the
+ * answer (`collect`) once its output is built: the answer is handed out once, and the record's tool
+ * windows go then.
  */
 export async function heldAnswer(
 	item: ItemRun,
 	key: string,
 	boundMs: number,
 	start: () => Promise<Paid>,
-): Promise<Generated | { running: IDataObject }> {
+): Promise<{ answer: Generated; collect: () => Promise<void> } | { running: IDataObject }> {
 	const { ctx, itemIndex, plan } = item;
 	const node = ctx.getNode();
 	const failed = (error: unknown) =>
@@ -89,7 +90,9 @@ export async function heldAnswer(
 	}
 	const outcome = await within(held.done, boundMs);
 	if (!outcome) return { running: stillRunning(item, held, boundMs) };
+	if (outcome.kind === 'generated') {
+		return { answer: outcome.answer, collect: async () => await pending.collected(held) };
+	}
 	await pending.collected(held);
-	if (outcome.kind === 'generated') return outcome.answer;
 	throw outcome.failure;
 }

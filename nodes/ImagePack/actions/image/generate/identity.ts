@@ -80,12 +80,19 @@ export interface ItemIdentity {
 	digest: string;
 	call: string;
 	fingerprint: string;
-	/** Which of the execution's identical asks this is (0 for the first). */
+	/** Which of the execution's identical asks of this account this is (0 for the first). */
 	occurrence: number;
-	/** The durable record's value of a send of this run. */
+	/** The durable record's value of a send of this run: the run, the account's key, the ask. */
 	send: string;
 	/** The durable record's value of the user's Idempotency Key ('' without one). */
 	key: string;
+	/**
+	 * Recorded beside the key while its send has no answer: found later, the key's generation may
+	 * have been paid and never delivered (n8n stopped), which is reported, not called free.
+	 */
+	keyOpen: string;
+	/** Clear Idempotency Key used for this key in this run: once per run, whatever its tries. */
+	keyCleared: string;
 	/** The held generation's key: node, key's fingerprint, request (tool calls with an answer bound). */
 	held: string;
 }
@@ -96,13 +103,23 @@ export function identify(place: Place, ask: Ask, digest: string, occurrence: num
 		call: ask.call,
 		fingerprint: place.fingerprint,
 		occurrence,
-		send: `send ${place.run} ${digest} ${occurrence}`,
+		send: `send ${place.run} ${askOf(digest, place.fingerprint)} ${occurrence}`,
 		key: ask.idempotencyKey ? `key ${place.node} ${ask.idempotencyKey}` : '',
+		keyOpen: ask.idempotencyKey ? `open ${place.node} ${ask.idempotencyKey}` : '',
+		keyCleared: ask.idempotencyKey ? `clear ${place.run} ${place.node} ${ask.idempotencyKey}` : '',
 		held: requestDigest(
 			{ body: ask.body, language: ask.language },
 			`${place.node} ${place.fingerprint}`,
 		),
 	};
+}
+
+/**
+ * An ask as the record counts it: what is asked and by which key. Two sellers' identical rows
+ * (an expression credential) are two asks, whatever order a retry gets them in.
+ */
+export function askOf(digest: string, fingerprint: string): string {
+	return `${digest} ${fingerprint}`;
 }
 
 export function digestOf(ask: Pick<Ask, 'body' | 'language'>): string {
@@ -117,10 +134,11 @@ export function againValue(identity: ItemIdentity, from: string): string {
 /** A tool call's record without a run (AI Agent 2.x, MCP): the request in this window and the next. */
 export function toolWindows(identity: ItemIdentity, now: number): string[] {
 	const window = Math.floor(now / TOOL_WINDOW_MS);
-	return [window, window + 1].map((at) => `tool ${identity.digest} ${at}`);
+	const ask = askOf(identity.digest, identity.fingerprint);
+	return [window, window + 1].map((at) => `tool ${ask} ${at}`);
 }
 
-/** Identical asks before this node run, per digest: the execution's count so far. */
+/** Identical asks before this node run, per ask (`askOf`): the execution's count so far. */
 export type AskCounts = Record<string, number>;
 
 /**

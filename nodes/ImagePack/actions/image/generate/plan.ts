@@ -63,7 +63,7 @@ function checkedOptions(raw: Record<string, unknown>, underMcp: boolean) {
 	}
 	const number = (name: string) =>
 		boundedNumber(generateOptions.find((option) => option.name === name)!, raw[name]);
-	// As a tool (replay.ts): answer within this bound (0: none), or hold nothing (an AI Agent's default:
+	// As a tool (held.ts): answer within this bound (0: none), or hold nothing (an AI Agent's default:
 	// it waits as before). Under MCP the generation is always held, so n8n's tool retry never re-sends.
 	const answerWithin =
 		raw.answerWithinSeconds === undefined

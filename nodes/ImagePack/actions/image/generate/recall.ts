@@ -7,7 +7,7 @@ import type { IExecuteFunctions } from 'n8n-workflow';
 
 import type { Connection } from '../../../transport';
 import { contextData, isToolExecution } from '../../tool';
-import { type Ask, digestOf, identify, nodeName, occurrences, runName } from './identity';
+import { type Ask, askOf, digestOf, identify, nodeName, occurrences, runName } from './identity';
 import type { ItemPlan } from './plan';
 import { type Memo, RunMemory } from './stores';
 
@@ -43,7 +43,7 @@ export function openMemory(ctx: IExecuteFunctions, asTool: boolean): RunMemory {
 }
 
 /** What an item asks: its request and language, an AI Agent 3.x call's id, the user's key. */
-function askOf(ctx: IExecuteFunctions, itemIndex: number, plan: ItemPlan): Ask {
+function askedIn(ctx: IExecuteFunctions, itemIndex: number, plan: ItemPlan): Ask {
 	const toolCallId: unknown = ctx.getInputData()[itemIndex]?.json?.toolCallId;
 	return {
 		body: plan.request.body,
@@ -81,20 +81,24 @@ export function identities(
 		fingerprint: connections[itemIndex]!.fingerprint,
 	});
 	const asks = plans.map((plan, itemIndex) =>
-		plan instanceof Error ? undefined : askOf(ctx, itemIndex, plan),
+		plan instanceof Error ? undefined : askedIn(ctx, itemIndex, plan),
 	);
 	const memos = asks.map((ask, itemIndex) => {
 		if (!ask) return undefined;
 		return recognised(memory.recall(itemIndex), ask, digestOf(ask), memory.executionId);
 	});
 	const digests = asks.map((ask, index) => ask && (memos[index]?.digest ?? digestOf(ask)));
+	// Counted per account: two sellers' identical rows never share an occurrence.
+	const perAccount = digests.map(
+		(digest, index) => digest && askOf(digest, connections[index]!.fingerprint),
+	);
 	const calls = asks
 		.map((ask) => ask?.call ?? '')
 		.join(' ')
 		.trim();
 	const before = memory.askedBefore(calls);
 	const counted = occurrences(
-		digests,
+		perAccount,
 		memos.map((memo) => memo?.occurrence),
 		before,
 	);

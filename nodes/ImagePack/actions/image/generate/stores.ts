@@ -56,7 +56,7 @@ export type StoredFailure = ErrorFacts & { reason: string };
 /**
  * One item's record: what it came to, what was asked (`digest`), in which execution, and who asked
  * (`fingerprint`, the key's: a record made under another key is used only once the API confirms the
- * account, replay.ts).
+ * account, verdict.ts).
  */
 export type Memo = Outcome<StoredAnswer, StoredFailure> & {
 	digest: string;
@@ -118,12 +118,21 @@ export class RunMemory {
 		this.store[SENDS_RECORDED_KEY] = count;
 	}
 
-	/** An earlier run's record of the same ask in this execution that may have been charged. */
-	earlierUncertain(digest: string): (Memo & { kind: 'uncertain' }) | undefined {
+	/**
+	 * An earlier run's record of the same ask (what, and by which key) in this execution that may have
+	 * been charged.
+	 */
+	earlierUncertain(
+		digest: string,
+		fingerprint: string,
+	): (Memo & { kind: 'uncertain' }) | undefined {
 		for (const [run, records] of Object.entries(this.runs)) {
 			if (Number(run) === this.runIndex) continue;
 			for (const memo of Object.values(records)) {
-				const same = memo.digest === digest && memo.executionId === this.executionId;
+				const same =
+					memo.digest === digest &&
+					memo.fingerprint === fingerprint &&
+					memo.executionId === this.executionId;
 				if (same && memo.kind === 'uncertain') return memo as Memo & { kind: 'uncertain' };
 			}
 		}
@@ -168,7 +177,7 @@ export interface Held<A> {
 	outcome?: Outcome<A, unknown>;
 	/** Never rejects. */
 	done: Promise<Outcome<A, unknown>>;
-	/** Called once when a caller got the answer (replay.ts clears the durable record then). */
+	/** Called once when a caller got the answer (execute.ts lets the durable record's windows go then). */
 	onCollect?: () => Promise<void>;
 }
 

@@ -32,8 +32,11 @@ export interface Recorded {
 	sent: boolean;
 	/** A send again after the execution this one retries was recorded (by another retry of it). */
 	again: boolean;
-	/** The Idempotency Key was recorded. */
-	key: boolean;
+	/**
+	 * The Idempotency Key: unused (or cleared for this run); used (its send was answered); open (its
+	 * send got no answer: n8n stopped, or it may have been charged).
+	 */
+	key: 'unused' | 'used' | 'open';
 }
 
 export interface Facts {
@@ -65,7 +68,7 @@ export type NotSent =
 			memo: Memo & { kind: 'uncertain' | 'refused' };
 			by: 'try' | 'retry' | 'call';
 	  }
-	| { code: 'interrupted_send'; by: 'stop' | 'tool' | 'retry' | 'resend' }
+	| { code: 'interrupted_send'; by: 'stop' | 'tool' | 'retry' | 'resend' | 'key' }
 	| { code: 'other_key'; reason: string }
 	| { code: 'idempotency_key_used' };
 
@@ -129,8 +132,12 @@ export function verdict(facts: Facts): Verdict {
 	if (claim === 'fresh' && sent && !facts.resendUncertain) {
 		return notSent({ code: 'interrupted_send', by: facts.record === 'tool' ? 'tool' : 'stop' });
 	}
-	// A resend's key is the uncertain send's own; a try's memory says whose the key is.
-	if (key && claim !== 'try' && !resending) return notSent({ code: 'idempotency_key_used' });
+	// A resend's key is the uncertain send's own. Any other claim, a try's included, finds a key
+	// another item or execution used (or a refusal let go, and another used meanwhile).
+	if (key === 'open' && !resending && !facts.resendUncertain) {
+		return notSent({ code: 'interrupted_send', by: 'key' });
+	}
+	if (key === 'used' && !resending) return notSent({ code: 'idempotency_key_used' });
 	return { kind: 'send', claim };
 }
 
@@ -156,6 +163,7 @@ export function notSentError(
 		tool: `Not sent again: the same call sent this generation within the last ${windowText} and this n8n process does not hold it (n8n restarted, or another queue-mode worker is running it), so it may have been charged; look in ${where} on the website`,
 		retry: `Not sent again: a retry of the same failed execution already sent this generation (its result is saved with that retry), so it may have been charged; retry that retry instead, or look in ${where} on the website`,
 		resend: `Not sent again: a retry of the same failed execution already sent this generation again (Resend Uncertain Generations), so it may have been charged; look in ${where} on the website, and retry that retry instead`,
+		key: `Not sent: the Idempotency Key "${item.idempotencyKey.slice(0, 80)}" was used by a generation that got no answer (n8n stopped, or the request timed out or dropped), so it may have been charged; look in ${where} on the website`,
 	};
 	const text = {
 		interrupted_send: () => words[(why as { by: keyof typeof words }).by],
