@@ -31,7 +31,7 @@ const connect = (from, to, output = 0) => {
 	return { [from]: { main } };
 };
 
-function generateNode(credential, { onError = 'continueErrorOutput', options = {} } = {}) {
+export function generateNode(credential, { onError = 'continueErrorOutput', options = {} } = {}) {
 	return {
 		id: 'generate',
 		name: GENERATE,

@@ -39,10 +39,13 @@ export const PROFILES = {
 	// The first 2.x, on Node 20 (it allows 20.19 to 24), and a 2.x between, on Node 22 (it needs >= 22.16).
 	'v2.0': { n8n: '2.0.3', node: null, overrides: { xlsx: '0.18.5' }, env: {} },
 	'v2.20': { n8n: '2.20.12', node: '22.23.3', overrides: { xlsx: '0.18.5' }, env: {} },
+	// The newest n8n before the resume token (2.14) that installs here: 2.12.x and 2.13.x (n8n-core 2.12.0,
+	// 2.13.0, 2.13.1) are missing from the registry these machines reach (docs/old-n8n-facts.md). On Node 22.
+	'v2.11': { n8n: '2.11.4', node: '22.23.3', overrides: { xlsx: '0.18.5' }, env: {} },
 };
 
 /** The compatibility matrix, oldest first (`npm run test:compat`); CI runs the first and the last. */
-export const MATRIX = ['min', 'v1', 'v2.0', 'v2.20', 'default'];
+export const MATRIX = ['min', 'v1', 'v2.0', 'v2.11', 'v2.20', 'default'];
 
 const MARKER = '.imagepack-install.json';
 

@@ -31,12 +31,15 @@ class Probe {
 					options: [
 						{ name: 'Report', value: 'report' },
 						{ name: 'Dedup', value: 'dedup' },
+						{ name: 'Dump', value: 'dump' },
 					],
 					default: 'report',
 				},
 				{ displayName: 'Report URL', name: 'reportUrl', type: 'string', default: '' },
 				{ displayName: 'Hold Unless Retry', name: 'hold', type: 'boolean', default: false },
 				{ displayName: 'Script', name: 'script', type: 'string', default: '[]' },
+				{ displayName: 'Hold While File Exists', name: 'holdFile', type: 'string', default: '' },
+				{ displayName: 'Fail While File Exists', name: 'failFile', type: 'string', default: '' },
 			],
 		};
 	}
@@ -70,6 +73,7 @@ class Probe {
 			}
 			return [[{ json: { ...seen, results } }]];
 		}
+		if (operation === 'dump') return dump.call(this, seen);
 		const reportUrl = this.getNodeParameter('reportUrl', 0);
 		if (reportUrl) {
 			await fetch(reportUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(seen) });
@@ -77,6 +81,56 @@ class Probe {
 		if (this.getNodeParameter('hold', 0) && seen.mode !== 'retry') await new Promise((resolve) => setTimeout(resolve, 3_600_000));
 		return [this.getInputData().map((item) => ({ json: { ...item.json, probe: seen } }))];
 	}
+}
+
+/** Everything a node can read about its execution's past, reported, then held or failed (not in a retry). */
+async function dump(seen) {
+	const fs = require('fs');
+	const self = this.getNode().name;
+	const proxy = this.getWorkflowDataProxy(0);
+	const short = (value) => JSON.parse(JSON.stringify(value ?? null, (key, v) => (typeof v === 'string' && v.length > 200 ? v.slice(0, 200) + '…' : v)));
+	const runsOf = (name) => {
+		let executed;
+		try { executed = proxy.$(name).isExecuted; } catch (error) { return { error: String(error.message) }; }
+		if (executed !== true) return { executed };
+		const runs = [];
+		for (let run = 0; run < 8; run++) {
+			try {
+				runs.push(proxy.$(name).all(0, run).slice(0, 2).map((item) => short(item.json)));
+			} catch (error) {
+				if (/not found/.test(error.message)) break;
+				runs.push('ERROR ' + error.message);
+			}
+		}
+		return { executed, runs };
+	};
+	const parents = {};
+	for (const parent of this.getParentNodes(self)) parents[parent.name] = { type: parent.type, root: this.getParentNodes(parent.name).length === 0, ...runsOf(parent.name) };
+	const executeData = this.getExecuteData();
+	const nodeContext = this.getContext('node');
+	const report = {
+		...seen,
+		workflowName: this.getWorkflow().name,
+		now: Date.now(),
+		runIndex: proxy.$runIndex,
+		executionCustomData: (() => { try { return short(proxy.$execution.customData.getAll()); } catch (error) { return 'ERROR ' + error.message; } })(),
+		executeData: { node: executeData.node.name, source: short(executeData.source), inputItems: executeData.data.main[0]?.length ?? null, metadata: short(executeData.metadata ?? null) },
+		inputSource: short(this.getInputSourceData()),
+		self: runsOf(self),
+		parents,
+		executionContext: typeof this.getExecutionContext === 'function' ? short(this.getExecutionContext()) : 'no getExecutionContext',
+		nodeContext: short(nodeContext),
+		flowContext: short(this.getContext('flow')),
+		firstInput: short(this.getInputData()[0]?.json),
+	};
+	nodeContext.seen = [...(nodeContext.seen ?? []), { executionId: seen.executionId, mode: seen.mode, runIndex: proxy.$runIndex, at: report.now }];
+	const reportUrl = this.getNodeParameter('reportUrl', 0);
+	if (reportUrl) await fetch(reportUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(report) });
+	const holdFile = this.getNodeParameter('holdFile', 0);
+	const failFile = this.getNodeParameter('failFile', 0);
+	if (failFile && seen.mode !== 'retry' && fs.existsSync(failFile)) throw new Error('probe: failing as asked (' + failFile + ')');
+	while (holdFile && seen.mode !== 'retry' && fs.existsSync(holdFile)) await new Promise((resolve) => setTimeout(resolve, 200));
+	return [this.getInputData().map((item, index) => ({ json: { ...item.json, probe: { executionId: seen.executionId, mode: seen.mode } }, pairedItem: index }))];
 }
 module.exports = { Probe };
 `;
