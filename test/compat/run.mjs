@@ -5,8 +5,8 @@
  * path lands the package alone and n8n loads it, queue-mode workers included; COMPAT_QUEUE=0 leaves
  * queue mode out), suite.test.mjs (the scenarios, on the package as the README installs it),
  * crash.test.mjs (n8n killed mid-Generate, the crashed execution retried; on the e2e suite's pinned
- * n8n, profile default, test/e2e/crash.test.mjs has these cases and more), crash-nokey.test.mjs (before
- * n8n 2.14: the same without an Idempotency Key, per trigger and Save Execution Progress) and queue-crash.test.mjs
+ * n8n, profile default, test/e2e/crash.test.mjs has these cases and more; before n8n 2.14
+ * crash-nokey.test.mjs instead: without an Idempotency Key, per trigger and Save Execution Progress) and queue-crash.test.mjs
  * (n8n 1.x queue mode: the worker killed mid-Generate, Bull's re-run of the job; skipped on 2.x and
  * with COMPAT_QUEUE=0). Prints a summary line per version; exits non-zero if anything failed.
  *
@@ -49,7 +49,10 @@ function runSuite(profile, tarball, summaryFile) {
 	// crash-nokey.test.mjs (issue 50: a crash retried without an Idempotency Key) on n8n before 2.14 only:
 	// from 2.14 the resume token names the run, and test/e2e/crash.test.mjs has those cases.
 	const beforeToken = !atLeast(installPaths(profile).profile.n8n, '2.14.0');
-	const suites = ['install.test.mjs', 'suite.test.mjs', 'crash.test.mjs', ...(beforeToken ? ['crash-nokey.test.mjs'] : []), 'queue-crash.test.mjs']
+	// Before 2.14 crash-nokey.test.mjs has crash.test.mjs's plain case in every shape (one n8n start
+	// and kill less); the Idempotency Key's crash case runs on the others and in the e2e suite.
+	const crash = beforeToken ? 'crash-nokey.test.mjs' : 'crash.test.mjs';
+	const suites = ['install.test.mjs', 'suite.test.mjs', crash, 'queue-crash.test.mjs']
 		.filter((name) => !(name === 'crash.test.mjs' && profile === 'default'))
 		.map((name) => path.join(here, name));
 	return new Promise((resolve, reject) => {

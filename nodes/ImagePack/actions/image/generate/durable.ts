@@ -150,6 +150,8 @@ export type Settled = 'generated' | 'uncertain' | 'refused' | 'not sent';
  */
 export interface ClaimValues {
 	sends: string[];
+	/** Sends that other executions may claim too (identity.ts `witness`): kept while one holds them. */
+	shared?: string[];
 	key?: string[];
 	windows: string[];
 }
@@ -262,12 +264,18 @@ export class DurableRecord {
 	 * not be written (a colliding first insert, a busy database: tried once more); nothing may be
 	 * sent then, and nothing this claim wrote is left behind.
 	 */
-	async claim({ sends, key = [], windows }: ClaimValues): Promise<Claimed | { failed: string }> {
+	async claim({
+		sends: own,
+		shared = [],
+		key = [],
+		windows,
+	}: ClaimValues): Promise<Claimed | { failed: string }> {
 		if (typeof this.helpers.checkProcessedAndRecord !== 'function') {
 			return { failed: 'this n8n gives the node no deduplication store' };
 		}
 		if (this.unreadable) return { failed: this.unreadable };
 		const helpers = this.helpers as DeduplicationHelpers;
+		const sends = [...own, ...shared];
 		const inClaims = [...new Set([...sends, ...key])];
 		const write = (scope: Scope) => async (values: string[]) =>
 			await helpers.checkProcessedAndRecord(values, scope, this.options[scope]);
@@ -295,8 +303,9 @@ export class DurableRecord {
 			...inClaims.filter((value) => inClaimsRow(value) || this.moved.has(value)),
 			...windows.filter((value) => atNode.has(value)),
 		];
-		// A window or an open key that a claim of this process still holds is no interrupted one.
-		const held = [...windows, ...key.filter((value) => value.startsWith('open '))];
+		// A window, an open key or a shared send that a claim of this process still holds is no
+		// interrupted one, and is not let go by another claim's refusal.
+		const held = [...windows, ...shared, ...key.filter((value) => value.startsWith('open '))];
 		const found = new Set(before.filter((value) => !inFlight.has(value)));
 		for (const value of held) inFlight.set(value, (inFlight.get(value) ?? 0) + 1);
 		for (const value of sends) leftByAsking.get(this.node)?.delete(value);

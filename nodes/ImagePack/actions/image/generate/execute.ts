@@ -30,7 +30,7 @@ import {
 	outputOf,
 } from './output';
 import { type ItemPlan, type ItemRun, planItem } from './plan';
-import { identities, openMemory } from './recall';
+import { cutOff, identities, openMemory } from './recall';
 import { type Memo, type Outcome, RunMemory, type StoredFailure } from './stores';
 import {
 	type Claim,
@@ -53,6 +53,11 @@ interface Run {
 	replayed: number[];
 	/** Claims written by this run (a full record is reported only by a run that wrote to it). */
 	claims: number;
+	/**
+	 * Before n8n 2.14: the execution retries a run n8n stopped in this node, so a send recorded
+	 * under the trigger's items (identity.ts `witness`) counts as sent (recall.ts `cutOff`).
+	 */
+	cutOff: boolean;
 }
 
 /** The item as the sequence sees it: its run, plan, identity and what the memory recognises. */
@@ -74,8 +79,10 @@ interface Item extends ItemRun {
 function claimValues({ identity, memo, plan, record }: Item, claim: Claim) {
 	const again = claim === 'again' ? againValue(identity, memo!.executionId) : undefined;
 	const clearing = plan.options.clearIdempotencyKey ? [identity.keyCleared] : [];
+	const sending = !again && record === 'run';
 	return {
-		send: !again && record === 'run' ? identity.send : undefined,
+		send: sending ? identity.send : undefined,
+		witness: sending ? identity.witness : undefined,
 		again,
 		windows: !again && record === 'tool' ? toolWindows(identity, Date.now()) : [],
 		key: identity.key ? [identity.key, identity.keyOpen, ...clearing] : [],
@@ -84,19 +91,18 @@ function claimValues({ identity, memo, plan, record }: Item, claim: Claim) {
 
 /** Writes the item's claim, and says what was recorded before it; nothing is sent without it. */
 async function claimSend(run: Run, item: Item, claim: Claim): Promise<[Claimed?, Recorded?]> {
-	const { send, again, windows, key } = claimValues(item, claim);
+	const { send, witness, again, windows, key } = claimValues(item, claim);
+	// Before n8n 2.14 a retry of a run n8n stopped here knows that run's sends by the trigger's items.
+	const sentAs = [send, run.cutOff ? witness : undefined];
 	// A retry's one read of the sends' row already says this left: reported with no store call.
-	if (
-		send &&
-		claim === 'fresh' &&
-		run.durable.sentBefore(send) &&
-		!item.plan.options.resendUncertain
-	) {
+	const known = sentAs.some((value) => value !== undefined && run.durable.sentBefore(value));
+	if (claim === 'fresh' && known && !item.plan.options.resendUncertain) {
 		return [undefined, { sent: true, again: false, key: 'unused' }];
 	}
 	run.claims++;
 	const sends = [send, again].filter((value): value is string => value !== undefined);
-	const claimed = await run.durable.claim({ sends, key, windows });
+	const shared = witness ? [witness] : [];
+	const claimed = await run.durable.claim({ sends, shared, key, windows });
 	if ('failed' in claimed) {
 		throw imagePackError(
 			run.ctx.getNode(),
@@ -120,7 +126,7 @@ async function claimSend(run: Run, item: Item, claim: Claim): Promise<[Claimed?,
 				? ('open' as const)
 				: ('used' as const);
 	const recorded: Recorded = {
-		sent: found(send) || windows.some(found),
+		sent: sentAs.some(found) || windows.some(found),
 		again: found(again),
 		key: keyState,
 	};
@@ -421,7 +427,9 @@ export async function execute(
 		ownContext: isToolExecution(this),
 		replayed: [],
 		claims: 0,
+		cutOff: false,
 	};
+	run.cutOff = !asTool && cutOff(this, run.memory);
 	const known = identities(this, run.memory, plans, connections);
 	const runItems = plans.map((plan, itemIndex) => {
 		if (plan instanceof Error) return undefined;
@@ -442,6 +450,7 @@ export async function execute(
 		item?.record === 'run'
 			? [
 					item.identity.send,
+					...(run.cutOff && item.identity.witness ? [item.identity.witness] : []),
 					...(item.memo ? [againValue(item.identity, item.memo.executionId)] : []),
 				]
 			: [],

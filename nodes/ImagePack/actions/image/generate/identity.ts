@@ -71,6 +71,8 @@ export interface Place {
 	node: string;
 	/** The run (`runName`). */
 	run: string;
+	/** Before n8n 2.14, what a retry shares with the run it retries (recall.ts `triggerRun`). */
+	trigger?: string;
 	fingerprint: string;
 }
 
@@ -84,6 +86,12 @@ export interface ItemIdentity {
 	occurrence: number;
 	/** The durable record's value of a send of this run: the run, the account's key, the ask. */
 	send: string;
+	/**
+	 * Before n8n 2.14 (no resume token), the same send named by the trigger's items, which a retry
+	 * shares with the run it retries; consulted only by a retry of a run n8n stopped in this node
+	 * (recall.ts `cutOff`), since identical manual runs or webhook calls share it too.
+	 */
+	witness?: string;
 	/** The durable record's value of the user's Idempotency Key ('' without one). */
 	key: string;
 	/**
@@ -104,6 +112,8 @@ export function identify(place: Place, ask: Ask, digest: string, occurrence: num
 		fingerprint: place.fingerprint,
 		occurrence,
 		send: `send ${place.run} ${askOf(digest, place.fingerprint)} ${occurrence}`,
+		witness:
+			place.trigger && `send ${place.trigger} ${askOf(digest, place.fingerprint)} ${occurrence}`,
 		key: ask.idempotencyKey ? `key ${place.node} ${ask.idempotencyKey}` : '',
 		keyOpen: ask.idempotencyKey ? `open ${place.node} ${ask.idempotencyKey}` : '',
 		keyCleared: ask.idempotencyKey ? `clear ${place.run} ${place.node} ${ask.idempotencyKey}` : '',

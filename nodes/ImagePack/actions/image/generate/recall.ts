@@ -7,7 +7,16 @@ import type { IExecuteFunctions } from 'n8n-workflow';
 
 import type { Connection } from '../../../transport';
 import { contextData, isToolExecution } from '../../tool';
-import { type Ask, askOf, digestOf, identify, nodeName, occurrences, runName } from './identity';
+import {
+	type Ask,
+	askOf,
+	digestOf,
+	identify,
+	nodeName,
+	occurrences,
+	requestDigest,
+	runName,
+} from './identity';
 import type { ItemPlan } from './plan';
 import { type Memo, RunMemory } from './stores';
 
@@ -25,6 +34,51 @@ function runIndexOf(ctx: IExecuteFunctions): number {
 	}
 	const field = (ctx as { runIndex?: unknown }).runIndex;
 	return typeof field === 'number' ? field : 0;
+}
+
+/**
+ * Before n8n 2.14 (no resume token) a retry is a new execution whose only value shared with the run
+ * it retries is the trigger's items, which n8n copies into it (docs/old-n8n-facts.md): a digest of
+ * the JSON of each trigger upstream (a node with no parents), as its last run gave them. Unique for a
+ * schedule (a timestamp in milliseconds) or a form; shared by identical manual runs and webhook calls.
+ */
+function triggerRun(ctx: IExecuteFunctions): string {
+	const triggers: unknown[] = [];
+	try {
+		const proxy = ctx.getWorkflowDataProxy(0);
+		for (const { name } of ctx.getParentNodes(ctx.getNode().name)) {
+			if (ctx.getParentNodes(name).length) continue;
+			const node = proxy.$(name) as { isExecuted: boolean; all: () => Array<{ json: unknown }> };
+			triggers.push([name, node.isExecuted ? node.all().map((item) => item.json) : null]);
+		}
+	} catch {
+		// A trigger whose items cannot be read: named by what could be read.
+	}
+	return `trigger ${requestDigest(triggers)}`;
+}
+
+/**
+ * Whether this execution retries a run n8n stopped while this node ran (before n8n 2.14, where
+ * nothing else tells it from new work): decided at the node's first run in the execution, kept for
+ * its later runs (a loop's batches). A retry (`retry` mode) of a run in which the node had started
+ * (n8n's crash recovery leaves the node in the run data), whose context data does not hold that
+ * run's start: n8n saves it when an execution fails, never in the middle of a node's run. A new
+ * execution, and a retry of a run that failed, are never cut off.
+ */
+export function cutOff(ctx: IExecuteFunctions, memory: RunMemory): boolean {
+	const { started, runIndex, executionId } = memory;
+	const decided = started?.execution === executionId ? started.cutOff : undefined;
+	let cut = decided ?? false;
+	if (decided === undefined && ctx.getMode() === 'retry') {
+		try {
+			const self = ctx.getWorkflowDataProxy(0).$(ctx.getNode().name) as { isExecuted?: boolean };
+			cut = self.isExecuted === true && started?.run !== runIndex;
+		} catch {
+			cut = true; // cannot tell: the safe side
+		}
+	}
+	memory.started = { execution: executionId, run: runIndex, cutOff: cut };
+	return cut;
 }
 
 /**
@@ -74,10 +128,12 @@ export function identities(
 ) {
 	const node = nodeName(ctx);
 	const name = runName(ctx);
+	const trigger = name.startsWith('token ') ? undefined : triggerRun(ctx);
 	// Who asks is each item's own account (its credential may resolve per item).
 	const placeOf = (itemIndex: number) => ({
 		node,
 		run: name,
+		trigger,
 		fingerprint: connections[itemIndex]!.fingerprint,
 	});
 	const asks = plans.map((plan, itemIndex) =>

@@ -33,6 +33,16 @@ export const MEMORY_KEY = 'imagePackGenerate';
 export const ASKED_KEY = 'imagePackAsked';
 /** Key of the size of the durable record's row of paid sends, counted once per execution. */
 const SENDS_RECORDED_KEY = 'imagePackSendsRecorded';
+/** Key of the node's latest run start: which execution, which run, and whether it was cut off. */
+const STARTED_KEY = 'imagePackStarted';
+
+/** The node's latest run start, as the execution's context data keeps it. */
+export interface Started {
+	execution: string;
+	run: number;
+	/** The execution retries a run n8n stopped while this node ran (recall.ts `cutOff`). */
+	cutOff: boolean;
+}
 
 /** The counts before and after the run `run` of the node (and its AI Agent 3.x `calls`). */
 interface AskLedger {
@@ -82,7 +92,7 @@ export class RunMemory {
 
 	constructor(
 		private readonly store: Record<string, unknown>,
-		private readonly runIndex: number,
+		readonly runIndex: number,
 		readonly executionId: string,
 	) {
 		const runs = store[MEMORY_KEY];
@@ -106,6 +116,20 @@ export class RunMemory {
 	asked(before: AskCounts, after: AskCounts, calls = ''): void {
 		const ledger: AskLedger = { run: this.runIndex, calls, before, after };
 		this.store[ASKED_KEY] = ledger;
+	}
+
+	/**
+	 * The node's latest run start. n8n saves the context data when an execution fails, and with Save
+	 * Execution Progress when a node finishes, never in the middle of a node's run: a retry of a run
+	 * n8n stopped in this node does not find that run's start.
+	 */
+	get started(): Started | undefined {
+		const started = this.store[STARTED_KEY] as Started | undefined;
+		return isRecord(started) && typeof started.run === 'number' ? started : undefined;
+	}
+
+	set started(started: Started | undefined) {
+		this.store[STARTED_KEY] = started;
 	}
 
 	/** The values in the durable record's row of paid sends, as this execution first counted them. */
