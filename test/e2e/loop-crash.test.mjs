@@ -11,7 +11,7 @@
  * every batch reaches Loop Over Items once, with all its items, and the done output fires once with every
  * product. With both of Generate's outputs (success and error) wired back into Loop Over Items, the loop
  * runs twice for a batch that has both kinds, and its done output fires two or three times, the first
- * times with part of the items (issue 43, N8N-FACTS "Scale, loops and credentials"; not re-measured here);
+ * times with part of the items (issue 43; not re-measured here);
  * with only the success output wired back, a batch whose items were all refused would give the loop no
  * input and end it early (reasoned, not measured).
  *

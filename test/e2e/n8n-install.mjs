@@ -10,7 +10,7 @@
  *
  * Cache root: $IMAGEPACK_N8N_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/n8n-nodes-imagepack.
  *
- * Why it is done this way (see shared/design/N8N-FACTS.md, "Real n8n on this machine"):
+ * Why it is done this way (docs/development.md says more):
  * - n8n 2.41.x needs Node >= 24; the npm registry ships Node binaries as `node-<platform>-<arch>`
  *   (the `node` package only picks one in a preinstall script, and scripts are off here).
  * - Install scripts are off (isolated-vm etc. need none of them: prebuilds), linkedom is pinned to

@@ -1,5 +1,5 @@
 /**
- * The action node's resources and operations (PRODUCT.md §3: saved workflows store these values),
+ * The action node's resources and operations (saved workflows store these values: never renamed),
  * defined once: the router's typed map (actions/node.type.ts), each resource's Operation selector, the
  * editor's subtitle, the tool descriptions and the tool's error text all derive from it. Pure.
  */

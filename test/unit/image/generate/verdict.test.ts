@@ -44,7 +44,7 @@ const base: Facts = {
 	resendUncertain: false,
 	record: 'run',
 };
-const none = { sent: false, again: false, key: 'unused' } as const;
+const none = { sent: false, again: false, key: false };
 const kind = (facts: Partial<Facts>) => {
 	const result = verdict({ ...base, ...facts });
 	if (result.kind === 'notSent') {
@@ -76,22 +76,42 @@ describe('verdict', () => {
 		],
 		[
 			'an Idempotency Key used',
-			{ recorded: { ...none, key: 'used' } },
+			{ recorded: { ...none, key: true } },
 			'not sent: idempotency_key_used',
 		],
 		[
 			'a key used, even with Resend on',
-			{ resendUncertain: true, recorded: { ...none, key: 'used' } },
+			{ resendUncertain: true, recorded: { ...none, key: true } },
 			'not sent: idempotency_key_used',
 		],
 		[
 			'a key whose send got no answer (n8n stopped): reported, never called free',
-			{ recorded: { ...none, key: 'open' } },
+			{ recorded: { ...none, key: true, keyOpen: true } },
 			'not sent: interrupted_send (key)',
 		],
 		[
 			"…sent on the user's word (Resend on)",
-			{ resendUncertain: true, recorded: { ...none, key: 'open' } },
+			{ resendUncertain: true, recorded: { ...none, key: true, keyOpen: true } },
+			'send fresh',
+		],
+		[
+			"Clear Idempotency Key, the run's first claim of the key: sent",
+			{ clearKey: true, recorded: { ...none, key: true } },
+			'send fresh',
+		],
+		[
+			'…its twin, a later try or batch, a retry after a stop: the key used',
+			{ clearKey: true, recorded: { ...none, key: true, keyCleared: true } },
+			'not sent: idempotency_key_used',
+		],
+		[
+			"before n8n 2.14, a retry of a run n8n stopped here: a send under the trigger's items",
+			{ cutOff: true, recorded: { ...none, witness: true } },
+			'not sent: interrupted_send (stop)',
+		],
+		[
+			'…any other execution does not read it (identical manual runs share it)',
+			{ recorded: { ...none, witness: true } },
 			'send fresh',
 		],
 		[
@@ -153,7 +173,11 @@ describe('verdict', () => {
 		],
 		[
 			'…its own key is no reason',
-			{ memo: uncertain('e0'), resendUncertain: true, recorded: { ...none, key: 'open' } },
+			{
+				memo: uncertain('e0'),
+				resendUncertain: true,
+				recorded: { ...none, key: true, keyOpen: true },
+			},
 			'send again',
 		],
 		// Refused: a retried execution sends it; a try only when a second try can pass.
@@ -165,7 +189,7 @@ describe('verdict', () => {
 		],
 		[
 			'…a key another item or execution used meanwhile is',
-			{ memo: refused('internal_error'), recorded: { ...none, key: 'used' } },
+			{ memo: refused('internal_error'), recorded: { ...none, key: true } },
 			'not sent: idempotency_key_used',
 		],
 		[
@@ -200,7 +224,7 @@ describe('verdict', () => {
 		],
 		[
 			'…its key used since',
-			{ memo: refused('insufficient_credits', 'e0'), recorded: { ...none, key: 'used' } },
+			{ memo: refused('insufficient_credits', 'e0'), recorded: { ...none, key: true } },
 			'not sent: idempotency_key_used',
 		],
 	])('%s', (_case, facts, expected) => {

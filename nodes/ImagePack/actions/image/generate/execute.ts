@@ -92,12 +92,12 @@ function claimValues({ identity, memo, plan, record }: Item, claim: Claim) {
 /** Writes the item's claim, and says what was recorded before it; nothing is sent without it. */
 async function claimSend(run: Run, item: Item, claim: Claim): Promise<[Claimed?, Recorded?]> {
 	const { send, witness, again, windows, key } = claimValues(item, claim);
-	// Before n8n 2.14 a retry of a run n8n stopped here knows that run's sends by the trigger's items.
-	const sentAs = [send, run.cutOff ? witness : undefined];
 	// A retry's one read of the sends' row already says this left: reported with no store call.
-	const known = sentAs.some((value) => value !== undefined && run.durable.sentBefore(value));
+	const known = [send, run.cutOff ? witness : undefined].some(
+		(value) => value !== undefined && run.durable.sentBefore(value),
+	);
 	if (claim === 'fresh' && known && !item.plan.options.resendUncertain) {
-		return [undefined, { sent: true, again: false, key: 'unused' }];
+		return [undefined, { sent: true, again: false, key: false }];
 	}
 	run.claims++;
 	const sends = [send, again].filter((value): value is string => value !== undefined);
@@ -116,19 +116,13 @@ async function claimSend(run: Run, item: Item, claim: Claim): Promise<[Claimed?,
 	}
 	const found = (value?: string) => value !== undefined && claimed.found.has(value);
 	const { identity } = item;
-	// Clear Idempotency Key: the run's first claim of the key finds its mark unset and sends; its
-	// twins, later tries and batches, and a retry after a stop find it set.
-	const cleared = item.plan.options.clearIdempotencyKey && !found(identity.keyCleared);
-	const keyState =
-		!identity.key || cleared || !found(identity.key)
-			? ('unused' as const)
-			: found(identity.keyOpen)
-				? ('open' as const)
-				: ('used' as const);
 	const recorded: Recorded = {
-		sent: sentAs.some(found) || windows.some(found),
+		sent: found(send) || windows.some(found),
+		witness: found(witness),
 		again: found(again),
-		key: keyState,
+		key: found(identity.key || undefined),
+		keyOpen: found(identity.keyOpen || undefined),
+		keyCleared: found(identity.keyCleared || undefined),
 	};
 	return [claimed, recorded];
 }
@@ -140,6 +134,8 @@ function factsOf(run: Run, { identity, memo, plan, record }: Item): Facts {
 		executionId: run.memory.executionId,
 		fingerprint: identity.fingerprint,
 		resendUncertain: plan.options.resendUncertain,
+		clearKey: plan.options.clearIdempotencyKey,
+		cutOff: run.cutOff,
 		earlierUncertain: run.asTool
 			? run.memory.earlierUncertain(identity.digest, identity.fingerprint)
 			: undefined,

@@ -26,17 +26,18 @@ import {
 import { TOOL_WINDOW_MS } from './identity';
 import type { Memo, StoredAnswer } from './stores';
 
-/** What the durable record held before this item's claim. */
+/** Which of the item's values (identity.ts) the durable record held before this item's claim. */
 export interface Recorded {
-	/** The run's send (or, for a tool call without a run, its window) was recorded. */
+	/** The run's send (or, for a tool call without a run, its window). */
 	sent: boolean;
-	/** A send again after the execution this one retries was recorded (by another retry of it). */
+	/** The same send under the trigger's items (before n8n 2.14; only a cut-off retry reads it). */
+	witness?: boolean;
+	/** A send again after the execution this one retries (by another retry of it). */
 	again: boolean;
-	/**
-	 * The Idempotency Key: unused (or cleared for this run); used (its send was answered); open (its
-	 * send got no answer: n8n stopped, or it may have been charged).
-	 */
-	key: 'unused' | 'used' | 'open';
+	/** The Idempotency Key; its open mark (its send got no answer yet); Clear's mark for this run. */
+	key: boolean;
+	keyOpen?: boolean;
+	keyCleared?: boolean;
 }
 
 export interface Facts {
@@ -51,6 +52,10 @@ export interface Facts {
 	record: 'run' | 'tool';
 	/** The account check of a generation made under another key, once made. */
 	proof?: { same: boolean; reason: string };
+	/** Clear Idempotency Key is on. */
+	clearKey?: boolean;
+	/** Before n8n 2.14: this execution retries a run n8n stopped in this node (recall.ts `cutOff`). */
+	cutOff?: boolean;
 	recorded?: Recorded;
 }
 
@@ -121,7 +126,15 @@ export function verdict(facts: Facts): Verdict {
 	const before = fromMemory(facts);
 	if (before.kind !== 'claim' || !facts.recorded) return before;
 	const { claim } = before;
-	const { sent, again, key } = facts.recorded;
+	const { recorded } = facts;
+	const { again } = recorded;
+	// Before n8n 2.14 a retry of a run n8n stopped here knows that run's sends by the trigger's items.
+	const sent = recorded.sent || (facts.cutOff === true && recorded.witness === true);
+	// Clear Idempotency Key: the run's first claim of a key finds Clear's mark unset and sends; its
+	// twins, later tries and batches, and a retry after a stop find it set. An open key's send had no
+	// answer (n8n stopped, or it may have been charged); a used one's was answered.
+	const cleared = facts.clearKey === true && !recorded.keyCleared;
+	const key = !recorded.key || cleared ? 'unused' : recorded.keyOpen ? 'open' : 'used';
 	const resending = claim === 'again' && facts.memo?.kind !== 'refused';
 	// A resend is made once per saved record; what another retry sent after a refusal, or an attempt
 	// n8n did not finish, is sent again only on the user's word (Resend Uncertain Generations).
