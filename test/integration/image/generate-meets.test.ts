@@ -266,13 +266,8 @@ describe('5. Runs at once at the caps', () => {
 					context as never,
 					options as never,
 				),
-			removeProcessed: async (values: string[], scope: 'node' | 'workflow', options: object) =>
-				await deduplicationStandIn.removeProcessed(
-					values,
-					scope,
-					context as never,
-					options as never,
-				),
+			removeProcessed: async (values: string[], scope: 'node' | 'workflow') =>
+				await deduplicationStandIn.removeProcessed(values, scope, context as never),
 			getProcessedDataCount: async (scope: 'node' | 'workflow') =>
 				await deduplicationStandIn.getProcessedDataCount(scope, context as never),
 		};
