@@ -90,8 +90,10 @@ export function imagePackError(
 	// no failure status of its own (no answer, or a 2xx that could not be read).
 	const hint = mayHaveBeenCharged(clean) ? chargeHint(clean.sessionId) : undefined;
 	const noFailureStatus = !clean.httpStatus || clean.httpStatus < 300;
+	// A reported-again failure's words carry the hint already.
+	const hinted = hint && noFailureStatus && !words.message.endsWith(hint);
 	const reason = redact(
-		hint && noFailureStatus ? `${words.message}. ${hint}` : words.message,
+		hinted ? `${words.message}. ${hint}` : words.message,
 		words.secret,
 	);
 	const message =

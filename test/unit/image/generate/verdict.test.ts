@@ -11,9 +11,11 @@ import type {
 import {
 	type Facts,
 	failureKind,
+	notSentError,
 	verdict,
 } from '../../../../nodes/ImagePack/actions/image/generate/verdict';
 import type { Code } from '../../../../nodes/ImagePack/shared/codes';
+import { errorFacts } from '../../../../nodes/ImagePack/shared/errors';
 
 const failure = (code: Code | undefined, charge: StoredFailure['charge']): StoredFailure => ({
 	code,
@@ -261,5 +263,41 @@ describe('failureKind', () => {
 		expect(failureKind({ charge: 'may_have_been_charged' })).toBe('uncertain');
 		expect(failureKind({ charge: 'not_charged' })).toBe('refused');
 		expect(failureKind({ charge: 'not_sent' })).toBe('refused');
+	});
+});
+
+describe('notSentError', () => {
+	const node = {
+		id: 'n',
+		name: 'Generate',
+		type: 't',
+		typeVersion: 1,
+		position: [0, 0],
+		parameters: {},
+	} as never;
+	const item = { itemIndex: 0, idempotencyKey: '' };
+
+	it('an item reported interrupted_send before, reported again by a try or a repeat: the same words', () => {
+		const stopped = notSentError(node, { code: 'interrupted_send', by: 'stop' }, item);
+		const kept = {
+			...failure('interrupted_send', 'may_have_been_charged'),
+			reason: errorFacts(stopped).reason,
+		};
+		for (const by of ['try', 'call'] as const) {
+			const again = notSentError(
+				node,
+				{ code: 'reported', by, memo: memo({ kind: 'uncertain', failure: kept }) as never },
+				item,
+			);
+			expect(again.message).toBe(stopped.message);
+			expect(again.message).toMatch(/^Not sent again: an earlier attempt that n8n did not finish/);
+		}
+	});
+
+	it('a timeout reported again by a try: says an earlier try sent it', () => {
+		const again = notSentError(node, { code: 'reported', by: 'try', memo: uncertain() }, item);
+		expect(again.message).toMatch(
+			/^Not sent again: an earlier try of this execution sent this generation/,
+		);
 	});
 });

@@ -214,8 +214,12 @@ function reportedAgain(
 			retry: 'the failed execution this one retries',
 			call: 'an earlier call of this execution with the same arguments',
 		}[why.by];
+		// Reported before as sent by an attempt n8n did not finish: the same words again.
+		const stopped = failure.code === 'interrupted_send';
 		return imagePackError(node, facts, {
-			message: `Not sent again: ${who} sent this generation and got no clear answer (${facts.code}), so sending it again could pay twice`,
+			message: stopped
+				? failure.reason
+				: `Not sent again: ${who} sent this generation and got no clear answer (${facts.code}), so sending it again could pay twice`,
 			description: describe(
 				why.by === 'retry'
 					? 'to send it again after checking, turn on Options → Resend Uncertain Generations and retry the execution with the saved workflow'
