@@ -87,6 +87,11 @@ describe('verdict', () => {
 			'not sent: idempotency_key_used',
 		],
 		[
+			'sent by an attempt n8n did not finish, its key used by that send, Resend on: sent',
+			{ resendUncertain: true, recorded: { ...none, sent: true, key: true } },
+			'send fresh',
+		],
+		[
 			'a key whose send got no answer (n8n stopped): reported, never called free',
 			{ recorded: { ...none, key: true, keyOpen: true } },
 			'not sent: interrupted_send (key)',

@@ -135,7 +135,11 @@ export function verdict(facts: Facts): Verdict {
 	// answer (n8n stopped, or it may have been charged); a used one's was answered.
 	const cleared = facts.clearKey === true && !recorded.keyCleared;
 	const key = !recorded.key || cleared ? 'unused' : recorded.keyOpen ? 'open' : 'used';
-	const resending = claim === 'again' && facts.memo?.kind !== 'refused';
+	// Resending on the user's word: an uncertain send of a saved record, or one an attempt n8n did not
+	// finish made (its key is that send's own).
+	const resending =
+		(claim === 'again' && facts.memo?.kind !== 'refused') ||
+		(claim === 'fresh' && sent && facts.resendUncertain);
 	// A resend is made once per saved record; what another retry sent after a refusal, or an attempt
 	// n8n did not finish, is sent again only on the user's word (Resend Uncertain Generations).
 	if (resending && again) return notSent({ code: 'interrupted_send', by: 'resend' });
