@@ -73,8 +73,11 @@ export interface RunSpec {
 }
 
 export type Interrupt =
-	/** n8n killed once the execution's store call `at` was written (past its last: after it finished). */
-	| { kind: 'kill'; at: number }
+	/**
+	 * n8n killed once the execution's store call `at` was written, or (`killBefore`) just before it
+	 * was made; past its last call: after the node finished, before n8n saved anything.
+	 */
+	| { kind: 'kill' | 'killBefore'; at: number }
 	/** Store calls `at` … `at + times - 1` fail as a busy database. */
 	| { kind: 'busy'; at: number; times: number }
 	/** After store call `at`, another n8n process (a queue-mode worker) runs `other` to its end. */
@@ -114,9 +117,17 @@ async function storeHook(call: StoreCall, phase: 'before' | 'after'): Promise<vo
 		const n = (callsOf.get(id) ?? 0) + 1;
 		callsOf.set(id, n);
 		numbered.set(call, n);
+		if (process.env.MODEL_TRACE) {
+			console.log(`#${id} store call ${n}: ${call.kind} ${call.scope} ${call.values.join(' | ').slice(0, 160)}`);
+		}
 		const i = plan?.interrupt;
 		if (i?.kind === 'busy' && n >= i.at && n < i.at + i.times) {
 			throw new Error('SQLITE_BUSY: database is locked');
+		}
+		if (i?.kind === 'killBefore' && n === i.at) {
+			dead.add(id);
+			plan!.reached();
+			return await never();
 		}
 		return;
 	}
@@ -346,7 +357,7 @@ export class System {
 		const started = running.run(id, begin);
 		const done = started.done.then((run) => ({ run }));
 		let run: EngineRun | undefined;
-		if (interrupt?.kind === 'kill') {
+		if (interrupt?.kind === 'kill' || interrupt?.kind === 'killBefore') {
 			// Killed at the store call, or (past its last call) after the node finished, before n8n saved.
 			const first = await Promise.race([done, reachedPoint]);
 			if (first === 'reached') await sleep(60); // requests in flight land at the service
@@ -647,7 +658,7 @@ const faultsArb: fc.Arbitrary<Fault[]> = unless('faults', fc.array(
 
 const storeCall = fc.integer({ min: 1, max: 14 });
 const interrupts: Array<fc.WeightedArbitrary<Interrupt>> = [
-	{ weight: 4, arbitrary: fc.record({ kind: fc.constant('kill' as const), at: storeCall }) },
+	{ weight: 4, arbitrary: fc.record({ kind: fc.constantFrom('kill' as const, 'killBefore' as const), at: storeCall }) },
 	{ weight: 2, arbitrary: fc.record({ kind: fc.constant('busy' as const), at: storeCall, times: fc.integer({ min: 1, max: 2 }) }) },
 	{ weight: 2, arbitrary: fc.record({ kind: fc.constant('pause' as const), at: storeCall, other: specArb }) },
 	{ weight: 1, arbitrary: fc.record({ kind: fc.constant('hold' as const), product: fc.constantFrom(...PRODUCTS), other: specArb }) },

@@ -21,8 +21,8 @@
  *    Idempotency Key (not per try or batch), plus resends;
  * 2. an item reported `may_have_been_charged` (e.g. `interrupted_send`) had a request for its ask in
  *    its family (or, for `other_key`, under any account; for a keyed product, anywhere);
- * 3. `idempotency_key_used` with charge `not_sent` never stands for a key whose paid generation was
- *    never delivered;
+ * 3. `idempotency_key_used` with charge `not_sent` never stands for a key whose paid generation
+ *    nobody was told of (not delivered, not in a failed execution, not reported maybe charged);
  * 4. every paid turn is on the account of a row that asked for it in an execution running then.
  * Within the caps: rule 1 holds while what the records must hold fits their caps (`Caps`).
  */
@@ -195,6 +195,25 @@ function turnRunningIn(world: World, turn: Turn): Attempt[] {
 	);
 }
 
+/**
+ * A paid turn nobody was told of: not delivered, paid only by executions n8n killed (a failed one
+ * names what it paid for in its error, and its retry returns it), and not reported as maybe charged
+ * by their retries.
+ */
+function unaccounted(world: World, turn: Turn, delivered: Set<string>): boolean {
+	if (delivered.has(turn.id)) return false;
+	const running = turnRunningIn(world, turn);
+	if (!running.length || running.some((attempt) => attempt.outcome !== 'killed')) return false;
+	const families = new Set(running.map((attempt) => attempt.family));
+	return !world.attempts.some(
+		(attempt) =>
+			families.has(attempt.family) &&
+			attempt.reports.some(
+				(report) => report.charge === MAYBE && attempt.runs[report.run]?.[report.item]?.product === turn.prompt,
+			),
+	);
+}
+
 /** The rules broken by this world, in words; none when it keeps every promise. */
 export function broken(world: World): string[] {
 	const found: string[] = [];
@@ -251,10 +270,7 @@ export function broken(world: World): string[] {
 			// 3. A key's paid generation is never reported as costing nothing.
 			if (report.code === 'idempotency_key_used' && report.charge === 'not_sent') {
 				const lost = world.turns.filter(
-					(turn) =>
-						turn.prompt === row.product &&
-						attempt.window.turnsBefore.has(turn.id) &&
-						!delivered.has(turn.id),
+					(turn) => turn.prompt === row.product && attempt.window.turnsBefore.has(turn.id) && unaccounted(world, turn, delivered),
 				);
 				if (lost.length) {
 					found.push(`paid reported free: ${where} reported idempotency_key_used/not_sent, its key's paid turn ${lost[0].id} never delivered`);
