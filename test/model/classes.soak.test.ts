@@ -23,6 +23,10 @@ const spec = (runs: string[][], more: Partial<RunSpec> = {}): RunSpec => ({
 const retry = { reorder: false, crashRecovered: false, repeatCall: false };
 
 describe('issue 49', () => {
+	it('a loop\'s later batch (or a Retry On Fail try) of a new execution reads the sends\' row', async () => {
+		await runHistory(emulator, 'real', [new NewExecution(spec([['p0/A'], ['p1/A']]), [])]);
+	});
+
 	it('1. Clear Idempotency Key per try: twin keyed rows with Retry On Fail', async () => {
 		await runHistory(emulator, 'real', [new NewExecution(spec([['k0/A', 'k0/A']], { tries: 2, clear: true }), [])]);
 	});

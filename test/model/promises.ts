@@ -15,15 +15,18 @@
  * - a *saved record*: an execution whose saved data a retry starts from (Resend Uncertain
  *   Generations sends an uncertain ask again once per saved record).
  *
- * And the rules, each a budget or a condition on what is reported:
- * 1. paid ≤ budget, per ask (product, account): the asks of every family, plus one per saved record
- *    retried with Resend Uncertain Generations; per key: one, plus one per execution with Clear
- *    Idempotency Key (not per try or batch), plus resends;
- * 2. an item reported `may_have_been_charged` (e.g. `interrupted_send`) had a request for its ask in
- *    its family (or, for `other_key`, under any account; for a keyed product, anywhere);
+ * And the rules, each a budget or a condition on what is reported. A row's prompt carries its
+ * family (`promptOf`), so the emulator's counts per prompt and account are counts per ask:
+ * 1. paid ≤ budget, per ask: the most any attempt of the family asked of it, plus one per saved
+ *    record retried with Resend Uncertain Generations; per key: once per epoch (an execution with
+ *    Clear Idempotency Key opens one: not its tries or batches), plus resends;
+ * 2. an item reported `may_have_been_charged` (e.g. `interrupted_send`) had a request for its ask
+ *    on its account before (for `other_key` under any account; `idempotency_key_used`: for its key);
  * 3. `idempotency_key_used` with charge `not_sent` never stands for a key whose paid generation
  *    nobody was told of (not delivered, not in a failed execution, not reported maybe charged);
- * 4. every paid turn is on the account of a row that asked for it in an execution running then.
+ * 4. every paid turn is on the account of a row of its family's execution running then;
+ * 5. (what it costs) only a retry asks the node's row of paid sends (docs/retry.md: "Only a retry
+ *    reads it"): a new execution never does.
  * Within the caps: rule 1 holds while what the records must hold fits their caps (`Caps`).
  */
 
@@ -37,6 +40,17 @@ export interface Row {
 }
 
 export const keyed = (product: string) => product.startsWith('k');
+
+/**
+ * A row's prompt: its product and its family (`p0 #3`), so that what the emulator counts per
+ * prompt is per ask of one family; the Idempotency Key is the product alone, shared by all.
+ */
+export const promptOf = (product: string, family: number) => `${product} #${family}`;
+
+function parsePrompt(prompt: string): { product: string; family: number } {
+	const [product, family] = prompt.split(' #');
+	return { product, family: Number(family) };
+}
 
 export interface Report {
 	/** The run (a batch of a loop, an agent call) and the item in it. */
@@ -64,6 +78,8 @@ export interface Attempt {
 	window: { fromSeq: number; toSeq: number; turnsBefore: Set<string>; turnsAfter: Set<string> };
 	outcome: 'finished' | 'failed' | 'killed';
 	reports: Report[];
+	/** How often it asked the node's row of sends which of its sends it holds (store calls seen). */
+	sendsAsked: number;
 }
 
 export interface Request {
@@ -116,33 +132,27 @@ function asksOf(attempt: Attempt): Array<{ product: string; account: Account }> 
 
 const count = <T>(list: T[], keep: (value: T) => boolean) => list.filter(keep).length;
 
-/** Rule 1, per ask: how many paid turns each (product, account) may have. */
-function askBudgets(world: World): Map<string, number> {
+/** Rule 1, per ask: how many paid turns each (product, account) of a family may have. */
+function askBudgets(world: World, family: number): Map<string, number> {
+	const attempts = world.attempts.filter((attempt) => attempt.family === family);
 	const budget = new Map<string, number>();
-	const add = (ask: string, n: number) => budget.set(ask, (budget.get(ask) ?? 0) + n);
-	const families = new Map<number, Attempt[]>();
-	for (const attempt of world.attempts) {
-		families.set(attempt.family, [...(families.get(attempt.family) ?? []), attempt]);
+	// A family's asks: the most any of its attempts made of each (rows may change on a retry).
+	for (const attempt of attempts) {
+		const counts = new Map<string, number>();
+		for (const { product, account } of asksOf(attempt)) {
+			const ask = `${product} ${account}`;
+			counts.set(ask, (counts.get(ask) ?? 0) + 1);
+		}
+		for (const [ask, n] of counts) budget.set(ask, Math.max(budget.get(ask) ?? 0, n));
 	}
-	for (const attempts of families.values()) {
-		// A family's asks: the most any of its attempts made of each (rows may change on a retry).
-		const most = new Map<string, number>();
-		for (const attempt of attempts) {
-			const counts = new Map<string, number>();
-			for (const { product, account } of asksOf(attempt)) {
-				const ask = `${product} ${account}`;
-				counts.set(ask, (counts.get(ask) ?? 0) + 1);
-			}
-			for (const [ask, n] of counts) most.set(ask, Math.max(most.get(ask) ?? 0, n));
-		}
-		for (const [ask, n] of most) add(ask, n);
-		// Resend Uncertain Generations: once more per saved record it was retried from.
-		const resentFrom = new Map<number, Attempt>();
-		for (const attempt of attempts) {
-			if (attempt.resend && attempt.from !== undefined) resentFrom.set(attempt.from, attempt);
-		}
-		for (const attempt of resentFrom.values()) {
-			for (const { product, account } of asksOf(attempt)) add(`${product} ${account}`, 1);
+	// Resend Uncertain Generations: once more per saved record it was retried from.
+	const resentFrom = new Map<number, Attempt>();
+	for (const attempt of attempts) {
+		if (attempt.resend && attempt.from !== undefined) resentFrom.set(attempt.from, attempt);
+	}
+	for (const attempt of resentFrom.values()) {
+		for (const { product, account } of asksOf(attempt)) {
+			budget.set(`${product} ${account}`, (budget.get(`${product} ${account}`) ?? 0) + 1);
 		}
 	}
 	return budget;
@@ -159,18 +169,19 @@ function keyEpochs(world: World, key: string): Array<{ paid: Turn[]; allowed: nu
 	// A turn is in the epoch of the clearing executions that had started before it was paid.
 	const epochOf = (turn: Turn) => count(clearing, (a) => !a.window.turnsBefore.has(turn.id));
 	const epochs = Array.from({ length: clearing.length + 1 }, () => ({ paid: [] as Turn[], allowed: 1 }));
-	for (const turn of world.turns) if (turn.prompt === key) epochs[epochOf(turn)].paid.push(turn);
-	const ordered = [...clearing].sort((a, b) => a.id - b.id);
+	for (const turn of world.turns) {
+		if (parsePrompt(turn.prompt).product === key) epochs[epochOf(turn)].paid.push(turn);
+	}
 	for (const attempt of world.attempts) {
 		if (!(attempt.resend && attempt.kind !== 'new' && has(attempt))) continue;
-		epochs[count(ordered, (a) => a.id <= attempt.id)].allowed++;
+		epochs[count(clearing, (a) => a.id <= attempt.id)].allowed++;
 	}
 	return epochs;
 }
 
 /**
  * What the node's row of paid sends must hold for rule 1 to be promised (an over-estimate): per
- * family the sends of its largest attempt, a `began` per attempt, a send again per resend.
+ * family the sends of its largest attempt, a `began` per new execution, a send again per resend.
  */
 function valuesNeeded(world: World): number {
 	const largest = new Map<number, number>();
@@ -178,20 +189,17 @@ function valuesNeeded(world: World): number {
 	for (const attempt of world.attempts) {
 		const rows = attempt.runs.flat().length;
 		largest.set(attempt.family, Math.max(largest.get(attempt.family) ?? 0, rows));
-		needed += 1 + (attempt.resend ? rows : 0);
+		needed += (attempt.kind === 'new' ? 1 : 0) + (attempt.resend ? rows : 0);
 	}
 	for (const rows of largest.values()) needed += rows;
 	return needed;
 }
 
-/** The attempts whose window holds request `seq` (several when one ran inside another). */
-function runningAt(world: World, seq: number): Attempt[] {
-	return world.attempts.filter((a) => a.window.fromSeq < seq && seq <= a.window.toSeq);
-}
-
-function turnRunningIn(world: World, turn: Turn): Attempt[] {
+/** The attempts of the turn's family that were running when it was paid. */
+function payers(world: World, turn: Turn): Attempt[] {
+	const { family } = parsePrompt(turn.prompt);
 	return world.attempts.filter(
-		(a) => !a.window.turnsBefore.has(turn.id) && a.window.turnsAfter.has(turn.id),
+		(a) => a.family === family && !a.window.turnsBefore.has(turn.id) && a.window.turnsAfter.has(turn.id),
 	);
 }
 
@@ -202,14 +210,14 @@ function turnRunningIn(world: World, turn: Turn): Attempt[] {
  */
 function unaccounted(world: World, turn: Turn, delivered: Set<string>): boolean {
 	if (delivered.has(turn.id)) return false;
-	const running = turnRunningIn(world, turn);
+	const running = payers(world, turn);
 	if (!running.length || running.some((attempt) => attempt.outcome !== 'killed')) return false;
-	const families = new Set(running.map((attempt) => attempt.family));
+	const { product, family } = parsePrompt(turn.prompt);
 	return !world.attempts.some(
 		(attempt) =>
-			families.has(attempt.family) &&
+			attempt.family === family &&
 			attempt.reports.some(
-				(report) => report.charge === MAYBE && attempt.runs[report.run]?.[report.item]?.product === turn.prompt,
+				(report) => report.charge === MAYBE && attempt.runs[report.run]?.[report.item]?.product === product,
 			),
 	);
 }
@@ -217,25 +225,24 @@ function unaccounted(world: World, turn: Turn, delivered: Set<string>): boolean 
 /** The rules broken by this world, in words; none when it keeps every promise. */
 export function broken(world: World): string[] {
 	const found: string[] = [];
-	const paid = new Map<string, number>();
-	for (const turn of world.turns) {
-		const ask = `${turn.prompt} ${turn.account}`;
-		paid.set(ask, (paid.get(ask) ?? 0) + 1);
-	}
-	// 1. Nothing paid twice for one ask, one key, one agent call.
+	// 1. Nothing paid twice for one ask (an agent call is one), one key.
 	if (valuesNeeded(world) <= world.caps.sends) {
-		const budgets = askBudgets(world);
+		const paid = new Map<string, number>();
+		for (const turn of world.turns) {
+			const ask = `${turn.prompt} ${turn.account}`;
+			paid.set(ask, (paid.get(ask) ?? 0) + 1);
+		}
 		for (const [ask, n] of paid) {
-			const budget = budgets.get(ask) ?? 0;
-			if (n > budget) found.push(`paid twice: ${ask} paid ${n}×, its asks allow ${budget}`);
+			const [product, family, account] = ask.split(' ');
+			const budget = askBudgets(world, Number(family.slice(1))).get(`${product} ${account}`) ?? 0;
+			if (n > budget) found.push(`paid twice: ${product} on ${account} in execution ${family} and its retries paid ${n}×, its asks allow ${budget}`);
 		}
 	}
-	const keys = [...new Set(world.turns.map((turn) => turn.prompt).filter(keyed))];
 	const keysUsed = new Set(
 		world.attempts.flatMap((a) => a.runs.flat().map((row) => row.product)).filter(keyed),
 	);
 	if (keysUsed.size <= world.caps.keys) {
-		for (const key of keys) {
+		for (const key of keysUsed) {
 			keyEpochs(world, key).forEach(({ paid, allowed }, epoch) => {
 				if (paid.length > allowed) {
 					found.push(`key paid twice: key ${key} paid ${paid.length}× ${epoch ? `after clearing run ${epoch}` : 'before any clearing'}, allowed ${allowed}`);
@@ -251,43 +258,48 @@ export function broken(world: World): string[] {
 			const row = attempt.runs[report.run]?.[report.item];
 			if (!row) continue;
 			const account = accountOf(attempt, row);
-			const where = `${row.product} ${account} in execution #${attempt.id} (${attempt.kind})`;
-			// 2. Nothing refused that never left.
+			const prompt = promptOf(row.product, attempt.family);
+			const where = `${row.product} on ${account} in execution #${attempt.id} (${attempt.kind} of #${attempt.family})`;
+			// 2. Nothing refused that never left: a request for the ask, in its family, before.
 			if (report.charge === MAYBE) {
-				const family = new Set(
-					world.attempts.filter((a) => a.family === attempt.family).map((a) => a.id),
-				);
 				const left = world.requests.some(
 					(request) =>
-						request.prompt === row.product &&
 						request.seq <= attempt.window.toSeq &&
-						(keyed(row.product) ||
-							(runningAt(world, request.seq).some((a) => family.has(a.id)) &&
-								(request.account === account || report.code === 'other_key'))),
+						(report.code === 'idempotency_key_used'
+							? parsePrompt(request.prompt).product === row.product
+							: request.prompt === prompt && (request.account === account || report.code === 'other_key')),
 				);
 				if (!left) found.push(`refused, never sent: ${where} reported ${report.code} (${MAYBE}) with no request for it`);
 			}
 			// 3. A key's paid generation is never reported as costing nothing.
 			if (report.code === 'idempotency_key_used' && report.charge === 'not_sent') {
 				const lost = world.turns.filter(
-					(turn) => turn.prompt === row.product && attempt.window.turnsBefore.has(turn.id) && unaccounted(world, turn, delivered),
+					(turn) =>
+						parsePrompt(turn.prompt).product === row.product &&
+						attempt.window.turnsBefore.has(turn.id) &&
+						unaccounted(world, turn, delivered),
 				);
 				if (lost.length) {
-					found.push(`paid reported free: ${where} reported idempotency_key_used/not_sent, its key's paid turn ${lost[0].id} never delivered`);
+					found.push(`paid reported free: ${where} reported idempotency_key_used/not_sent; its key's paid turn ${lost[0].id} was never delivered nor reported`);
 				}
 			}
 		}
 	}
 	// 4. Every charge on its row's own account.
 	for (const turn of world.turns) {
-		const running = turnRunningIn(world, turn);
+		const running = payers(world, turn);
+		const { product } = parsePrompt(turn.prompt);
 		const asked = running.some((attempt) =>
-			attempt.runs.some((rows) =>
-				rows.some((row) => row.product === turn.prompt && accountOf(attempt, row) === turn.account),
-			),
+			attempt.runs.some((rows) => rows.some((row) => row.product === product && accountOf(attempt, row) === turn.account)),
 		);
 		if (running.length && !asked) {
 			found.push(`wrong account: ${turn.prompt} charged to ${turn.account}, no row of #${running.map((a) => a.id).join(', #')} asked it there`);
+		}
+	}
+	// 5. Only a retry reads the sends' row.
+	for (const attempt of world.attempts) {
+		if (attempt.kind === 'new' && attempt.sendsAsked > 0) {
+			found.push(`a new execution asked the sends' row: #${attempt.id} asked it ${attempt.sendsAsked}×`);
 		}
 	}
 	return [...new Set(found)];
