@@ -636,7 +636,7 @@ const specArb: fc.Arbitrary<RunSpec> = fc
 	.record({
 		asTool: unless(
 			'tool',
-			fc.oneof({ weight: 1, arbitrary: fc.constant(true) }, { weight: 3, arbitrary: fc.constant(false) }),
+			fc.oneof({ weight: 1, arbitrary: fc.constant(true) }, { weight: 2, arbitrary: fc.constant(false) }),
 			false,
 		),
 		batches: fc.array(fc.array(rowArb, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 3 }),
@@ -706,9 +706,15 @@ const commands: Array<fc.Arbitrary<Command>> = [
 	fc.constant(new Restart()),
 ];
 
+// A retry after a kill weighs twice: it is where most of the promises are kept or broken.
+const [newExecution, retryAfterKill, retryExecution, restart] = commands.map((arbitrary, index) =>
+	without.has(['', 'retryAfterKill', 'retryExecution', ''][index]) ? undefined : arbitrary,
+);
 export const commandsArb = fc.commands(
-	commands.filter((_arbitrary, index) => !without.has(['', 'retryAfterKill', 'retryExecution', ''][index])),
-	{ maxCommands: 6 },
+	[newExecution, retryAfterKill, retryAfterKill, retryExecution, restart].filter(
+		(arbitrary): arbitrary is fc.Arbitrary<Command> => arbitrary !== undefined,
+	),
+	{ maxCommands: Number(process.env.MODEL_COMMANDS ?? 5) },
 );
 
 export const capsArb = without.has('scaled')
