@@ -14,6 +14,9 @@
  * which a scheduler cannot see, so it cannot tell when the system is idle; the interrupts are
  * chosen by number (the n-th store call) instead, which fast-check generates and shrinks the same.
  */
+// A test file: n8n Cloud's rules for a node's own code (no imports, no process, no console) do not apply.
+/* eslint-disable @n8n/community-nodes/no-restricted-globals, @n8n/community-nodes/require-node-api-error, no-console */
+// eslint-disable-next-line @n8n/community-nodes/no-restricted-imports
 import { AsyncLocalStorage } from 'async_hooks';
 import fc from 'fast-check';
 import type {
@@ -120,9 +123,12 @@ async function storeHook(call: StoreCall, phase: 'before' | 'after'): Promise<vo
 		const n = (callsOf.get(id) ?? 0) + 1;
 		callsOf.set(id, n);
 		numbered.set(call, n);
-		if (call.kind === 'remove' && call.scope === 'node') sendsAsked.set(id, (sendsAsked.get(id) ?? 0) + 1);
+		if (call.kind === 'remove' && call.scope === 'node')
+			sendsAsked.set(id, (sendsAsked.get(id) ?? 0) + 1);
 		if (process.env.MODEL_TRACE) {
-			console.log(`#${id} store call ${n}: ${call.kind} ${call.scope} ${call.values.join(' | ').slice(0, 160)}`);
+			console.log(
+				`#${id} store call ${n}: ${call.kind} ${call.scope} ${call.values.join(' | ').slice(0, 160)}`,
+			);
 		}
 		const i = plan?.interrupt;
 		if (i?.kind === 'busy' && n >= i.at && n < i.at + i.times) {
@@ -154,7 +160,9 @@ async function freshProcess(caps?: Partial<Record<string, number>>): Promise<INo
 	let limits: Record<string, number> | undefined;
 	await jest.isolateModulesAsync(async () => {
 		({ ImagePack: Fresh } = await import('../../nodes/ImagePack/ImagePack.node'));
-		({ RECORD_LIMITS: limits } = await import('../../nodes/ImagePack/actions/image/generate/durable'));
+		({ RECORD_LIMITS: limits } = await import(
+			'../../nodes/ImagePack/actions/image/generate/durable'
+		));
 	});
 	if (caps) Object.assign(limits!, caps);
 	return new Fresh!();
@@ -223,22 +231,46 @@ function reportsOf(run: EngineRun, skip: number): Report[] {
 				reports.push({ run, item: itemOf(item, at), ok: true, turnId: String(json.turn_id) });
 			} else if (typeof json.code === 'string') {
 				// A tool's failure is its output: `code` and `charged`.
-				reports.push({ run, item: itemOf(item, at), ok: false, code: json.code, charge: String(json.charged) });
+				reports.push({
+					run,
+					item: itemOf(item, at),
+					ok: false,
+					code: json.code,
+					charge: String(json.charged),
+				});
 			} else if (json.error) {
 				const error = json.error as IDataObject;
-				reports.push({ run, item: itemOf(item, at), ok: false, code: String(error.code), charge: String(error.charge) });
+				reports.push({
+					run,
+					item: itemOf(item, at),
+					ok: false,
+					code: String(error.code),
+					charge: String(error.charge),
+				});
 			}
 		});
 		(task.data?.main?.[1] ?? []).forEach((item, at) => {
 			const error = item.json.error as IDataObject;
-			reports.push({ run, item: itemOf(item, at), ok: false, code: String(error.code), charge: String(error.charge) });
+			reports.push({
+				run,
+				item: itemOf(item, at),
+				ok: false,
+				code: String(error.code),
+				charge: String(error.charge),
+			});
 		});
 		const error = task.error as { message?: string; context?: IDataObject } | undefined;
 		if (error) {
 			const named = /^Item (\d+):/.exec(error.message ?? '');
 			const item = Number(error.context?.itemIndex ?? named?.[1] ?? NaN);
 			if (!Number.isNaN(item)) {
-				reports.push({ run, item, ok: false, code: String(error.context?.code), charge: String(error.context?.charge) });
+				reports.push({
+					run,
+					item,
+					ok: false,
+					code: String(error.context?.code),
+					charge: String(error.context?.charge),
+				});
 			}
 		}
 	});
@@ -288,7 +320,12 @@ export class System {
 		this.process = await freshProcess(this.scaled);
 	}
 
-	private items(rows: Row[], asTool: boolean, family: number, calls: string[] = []): INodeExecutionData[] {
+	private items(
+		rows: Row[],
+		asTool: boolean,
+		family: number,
+		calls: string[] = [],
+	): INodeExecutionData[] {
 		return rows.map((row, index) => ({
 			json: {
 				sku: promptOf(row.product, family),
@@ -341,7 +378,9 @@ export class System {
 	 * interrupt, and journals it.
 	 */
 	async execute(
-		what: Omit<Attempt, 'id' | 'family' | 'window' | 'outcome' | 'reports' | 'sendsAsked'> & { family?: number },
+		what: Omit<Attempt, 'id' | 'family' | 'window' | 'outcome' | 'reports' | 'sendsAsked'> & {
+			family?: number;
+		},
 		begin: (id: number) => StartedRun,
 		faults: Fault[],
 		interrupt?: Interrupt,
@@ -355,9 +394,15 @@ export class System {
 		const reachedPoint = new Promise<'reached'>((resolve) => (reached = () => resolve('reached')));
 		let resume = () => {};
 		const resumed = new Promise<void>((resolve) => (resume = resolve));
-		if (interrupt && interrupt.kind !== 'hold') plans.set(id, { interrupt, reached, resume: resumed });
+		if (interrupt && interrupt.kind !== 'hold')
+			plans.set(id, { interrupt, reached, resume: resumed });
 		if (interrupt?.kind === 'hold') {
-			await control.injectFault({ route: 'generate', kind: 'hold', when: 'before', promptIncludes: sku(interrupt.product) });
+			await control.injectFault({
+				route: 'generate',
+				kind: 'hold',
+				when: 'before',
+				promptIncludes: sku(interrupt.product),
+			});
 		}
 		const started = running.run(id, () => begin(id));
 		const done = started.done.then((run) => ({ run }));
@@ -398,7 +443,12 @@ export class System {
 			...what,
 			id,
 			family: what.family ?? id,
-			window: { fromSeq: before.seq, toSeq: after.seq, turnsBefore: before.turns, turnsAfter: after.turns },
+			window: {
+				fromSeq: before.seq,
+				toSeq: after.seq,
+				turnsBefore: before.turns,
+				turnsAfter: after.turns,
+			},
 			outcome: run ? (run.run.status === 'error' ? 'failed' : 'finished') : 'killed',
 			reports: run ? reportsOf(run, skipTasks) : [],
 			sendsAsked: sendsAsked.get(id) ?? 0,
@@ -415,7 +465,11 @@ export class System {
 
 	/** Another execution, to its end, in `process` (this one, or another n8n process). */
 	private async another(spec: RunSpec, process: INodeType): Promise<void> {
-		await this.execute(journalOf(spec, 'new'), (id) => startInEngine(this.options(spec, id, process)), []);
+		await this.execute(
+			journalOf(spec, 'new'),
+			(id) => startInEngine(this.options(spec, id, process)),
+			[],
+		);
 	}
 
 	/** The promises broken so far (promises.ts), in words. */
@@ -427,9 +481,16 @@ export class System {
 			account: entry.accountId ? this.accounts.get(entry.accountId) : undefined,
 		}));
 		const caps: Caps = this.caps === 'scaled' ? SCALED_CAPS : REAL_CAPS;
-		const found = broken({ attempts: this.attempts, requests, turns: await this.paidTurns(), caps });
+		const found = broken({
+			attempts: this.attempts,
+			requests,
+			turns: await this.paidTurns(),
+			caps,
+		});
 		// MODEL_WITHOUT=cost: rule 5 (what a new execution reads) left out, to look past it.
-		return without.has('cost') ? found.filter((text) => !text.startsWith('a new execution asked')) : found;
+		return without.has('cost')
+			? found.filter((text) => !text.startsWith('a new execution asked'))
+			: found;
 	}
 
 	newProcessNodeType(): INodeType {
@@ -514,13 +575,19 @@ export class NewExecution implements Command {
 		await expectPromisesKept(system);
 	}
 
-	toString = () => `new NewExecution(${show(this.spec)}, ${show(this.faults)}, ${show(this.interrupt)})`;
+	toString = () =>
+		`new NewExecution(${show(this.spec)}, ${show(this.faults)}, ${show(this.interrupt)})`;
 }
 
 export class RetryAfterKill implements Command {
 	constructor(
 		readonly target: number,
-		readonly change: { reorder: boolean; crashRecovered: boolean; repeatCall: boolean; edit?: Edit },
+		readonly change: {
+			reorder: boolean;
+			crashRecovered: boolean;
+			repeatCall: boolean;
+			edit?: Edit;
+		},
 		readonly faults: Fault[],
 		readonly interrupt?: Interrupt,
 	) {}
@@ -584,8 +651,14 @@ export class RetryExecution implements Command {
 				!task.data?.main?.[0]?.[0]?.json?.isArtificialRecoveredEventItem,
 		).length;
 		const saved = this.edit
-			? [parameters(spec), { credentials: system.credentialsFor(spec.credential), errorOutput: !spec.asTool && spec.onError === 'errorOutput' }] as const
-			: [undefined, {}] as const;
+			? ([
+					parameters(spec),
+					{
+						credentials: system.credentialsFor(spec.credential),
+						errorOutput: !spec.asTool && spec.onError === 'errorOutput',
+					},
+				] as const)
+			: ([undefined, {}] as const);
 		const nodeType = system.newProcessNodeType();
 		const attempt = await system.execute(
 			{ ...journalOf(spec, 'retryExecution'), family: model.families.get(id), from: id },
@@ -636,17 +709,27 @@ const specArb: fc.Arbitrary<RunSpec> = fc
 	.record({
 		asTool: unless(
 			'tool',
-			fc.oneof({ weight: 1, arbitrary: fc.constant(true) }, { weight: 2, arbitrary: fc.constant(false) }),
+			fc.oneof(
+				{ weight: 1, arbitrary: fc.constant(true) },
+				{ weight: 2, arbitrary: fc.constant(false) },
+			),
 			false,
 		),
-		batches: fc.array(fc.array(rowArb, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 3 }),
+		batches: fc.array(fc.array(rowArb, { minLength: 1, maxLength: 4 }), {
+			minLength: 1,
+			maxLength: 3,
+		}),
 		calls: fc.array(rowArb, { minLength: 1, maxLength: 3 }),
 		concurrency: fc.constantFrom<1 | 8>(1, 8),
 		tries: fc.option(fc.constantFrom<2 | 3>(2, 3), { nil: undefined }),
 		onError: fc.constantFrom<'stop' | 'errorOutput'>('stop', 'errorOutput'),
 		clear: unless('clear', fc.boolean(), false),
 		resend: fc.constant(false),
-		credential: unless('perItem', fc.constantFrom<'fixed' | 'perItem'>('fixed', 'perItem'), 'fixed'),
+		credential: unless(
+			'perItem',
+			fc.constantFrom<'fixed' | 'perItem'>('fixed', 'perItem'),
+			'fixed',
+		),
 	})
 	.map(({ batches, calls, asTool, ...rest }) => ({
 		...rest,
@@ -654,23 +737,52 @@ const specArb: fc.Arbitrary<RunSpec> = fc
 		runs: asTool ? calls.map((row) => [row]) : batches,
 	}));
 
-const faultsArb: fc.Arbitrary<Fault[]> = unless('faults', fc.array(
-	fc.record({
-		product: fc.constantFrom(...PRODUCTS),
-		kind: fc.constantFrom<FaultKind>('refund500', 'resetAfter', 'credits402'),
-		skip: fc.nat(1),
-	}),
-	{ maxLength: 2 },
-), []);
+const faultsArb: fc.Arbitrary<Fault[]> = unless(
+	'faults',
+	fc.array(
+		fc.record({
+			product: fc.constantFrom(...PRODUCTS),
+			kind: fc.constantFrom<FaultKind>('refund500', 'resetAfter', 'credits402'),
+			skip: fc.nat(1),
+		}),
+		{ maxLength: 2 },
+	),
+	[],
+);
 
 const storeCall = fc.integer({ min: 1, max: 14 });
 const interrupts: Array<fc.WeightedArbitrary<Interrupt>> = [
-	{ weight: 4, arbitrary: fc.record({ kind: fc.constantFrom('kill' as const, 'killBefore' as const), at: storeCall }) },
-	{ weight: 2, arbitrary: fc.record({ kind: fc.constant('busy' as const), at: storeCall, times: fc.integer({ min: 1, max: 2 }) }) },
-	{ weight: 2, arbitrary: fc.record({ kind: fc.constant('pause' as const), at: storeCall, other: specArb }) },
-	{ weight: 1, arbitrary: fc.record({ kind: fc.constant('hold' as const), product: fc.constantFrom(...PRODUCTS), other: specArb }) },
+	{
+		weight: 4,
+		arbitrary: fc.record({
+			kind: fc.constantFrom('kill' as const, 'killBefore' as const),
+			at: storeCall,
+		}),
+	},
+	{
+		weight: 2,
+		arbitrary: fc.record({
+			kind: fc.constant('busy' as const),
+			at: storeCall,
+			times: fc.integer({ min: 1, max: 2 }),
+		}),
+	},
+	{
+		weight: 2,
+		arbitrary: fc.record({ kind: fc.constant('pause' as const), at: storeCall, other: specArb }),
+	},
+	{
+		weight: 1,
+		arbitrary: fc.record({
+			kind: fc.constant('hold' as const),
+			product: fc.constantFrom(...PRODUCTS),
+			other: specArb,
+		}),
+	},
 ];
-const kept = interrupts.filter(({ weight }, index) => weight && !without.has(['kill', 'busy', 'pause', 'hold'][index]));
+const kept = interrupts.filter(
+	({ weight }, index) => weight && !without.has(['kill', 'busy', 'pause', 'hold'][index]),
+);
 const interruptArb: fc.Arbitrary<Interrupt | undefined> = kept.length
 	? fc.option(fc.oneof(...kept), { nil: undefined, freq: 2 })
 	: fc.constant(undefined);
@@ -679,14 +791,20 @@ const editArb: fc.Arbitrary<Edit> = fc.record(
 	{
 		resend: unless('resend', fc.boolean(), false),
 		clear: unless('clear', fc.boolean(), false),
-		credential: unless('perItem', fc.constantFrom<'fixed' | 'perItem'>('fixed', 'perItem'), 'fixed'),
+		credential: unless(
+			'perItem',
+			fc.constantFrom<'fixed' | 'perItem'>('fixed', 'perItem'),
+			'fixed',
+		),
 		onError: fc.constantFrom<'stop' | 'errorOutput'>('stop', 'errorOutput'),
 	},
 	{ requiredKeys: [] },
 );
 
 const commands: Array<fc.Arbitrary<Command>> = [
-	fc.tuple(specArb, faultsArb, interruptArb).map(([spec, faults, interrupt]) => new NewExecution(spec, faults, interrupt)),
+	fc
+		.tuple(specArb, faultsArb, interruptArb)
+		.map(([spec, faults, interrupt]) => new NewExecution(spec, faults, interrupt)),
 	fc
 		.tuple(
 			fc.nat(9),
@@ -699,10 +817,15 @@ const commands: Array<fc.Arbitrary<Command>> = [
 			faultsArb,
 			interruptArb,
 		)
-		.map(([target, change, faults, interrupt]) => new RetryAfterKill(target, change, faults, interrupt)),
+		.map(
+			([target, change, faults, interrupt]) =>
+				new RetryAfterKill(target, change, faults, interrupt),
+		),
 	fc
 		.tuple(fc.nat(9), fc.option(editArb, { nil: undefined }), faultsArb, interruptArb)
-		.map(([target, edit, faults, interrupt]) => new RetryExecution(target, edit, faults, interrupt)),
+		.map(
+			([target, edit, faults, interrupt]) => new RetryExecution(target, edit, faults, interrupt),
+		),
 	fc.constant(new Restart()),
 ];
 
@@ -751,4 +874,3 @@ export async function runHistory(
 		throw error;
 	}
 }
-

@@ -164,11 +164,15 @@ function askBudgets(world: World, family: number): Map<string, number> {
  * once, and once more per resend started in it. The paid turns of each epoch, and what it allows.
  */
 function keyEpochs(world: World, key: string): Array<{ paid: Turn[]; allowed: number }> {
-	const has = (attempt: Attempt) => attempt.runs.some((rows) => rows.some((row) => row.product === key));
+	const has = (attempt: Attempt) =>
+		attempt.runs.some((rows) => rows.some((row) => row.product === key));
 	const clearing = world.attempts.filter((attempt) => attempt.clear && has(attempt));
 	// A turn is in the epoch of the clearing executions that had started before it was paid.
 	const epochOf = (turn: Turn) => count(clearing, (a) => !a.window.turnsBefore.has(turn.id));
-	const epochs = Array.from({ length: clearing.length + 1 }, () => ({ paid: [] as Turn[], allowed: 1 }));
+	const epochs = Array.from({ length: clearing.length + 1 }, () => ({
+		paid: [] as Turn[],
+		allowed: 1,
+	}));
 	for (const turn of world.turns) {
 		if (parsePrompt(turn.prompt).product === key) epochs[epochOf(turn)].paid.push(turn);
 	}
@@ -199,7 +203,8 @@ function valuesNeeded(world: World): number {
 function payers(world: World, turn: Turn): Attempt[] {
 	const { family } = parsePrompt(turn.prompt);
 	return world.attempts.filter(
-		(a) => a.family === family && !a.window.turnsBefore.has(turn.id) && a.window.turnsAfter.has(turn.id),
+		(a) =>
+			a.family === family && !a.window.turnsBefore.has(turn.id) && a.window.turnsAfter.has(turn.id),
 	);
 }
 
@@ -217,7 +222,8 @@ function unaccounted(world: World, turn: Turn, delivered: Set<string>): boolean 
 		(attempt) =>
 			attempt.family === family &&
 			attempt.reports.some(
-				(report) => report.charge === MAYBE && attempt.runs[report.run]?.[report.item]?.product === product,
+				(report) =>
+					report.charge === MAYBE && attempt.runs[report.run]?.[report.item]?.product === product,
 			),
 	);
 }
@@ -235,7 +241,10 @@ export function broken(world: World): string[] {
 		for (const [ask, n] of paid) {
 			const [product, family, account] = ask.split(' ');
 			const budget = askBudgets(world, Number(family.slice(1))).get(`${product} ${account}`) ?? 0;
-			if (n > budget) found.push(`paid twice: ${product} on ${account} in execution ${family} and its retries paid ${n}×, its asks allow ${budget}`);
+			if (n > budget)
+				found.push(
+					`paid twice: ${product} on ${account} in execution ${family} and its retries paid ${n}×, its asks allow ${budget}`,
+				);
 		}
 	}
 	const keysUsed = new Set(
@@ -245,7 +254,9 @@ export function broken(world: World): string[] {
 		for (const key of keysUsed) {
 			keyEpochs(world, key).forEach(({ paid, allowed }, epoch) => {
 				if (paid.length > allowed) {
-					found.push(`key paid twice: key ${key} paid ${paid.length}× ${epoch ? `after clearing run ${epoch}` : 'before any clearing'}, allowed ${allowed}`);
+					found.push(
+						`key paid twice: key ${key} paid ${paid.length}× ${epoch ? `after clearing run ${epoch}` : 'before any clearing'}, allowed ${allowed}`,
+					);
 				}
 			});
 		}
@@ -267,9 +278,13 @@ export function broken(world: World): string[] {
 						request.seq <= attempt.window.toSeq &&
 						(report.code === 'idempotency_key_used'
 							? parsePrompt(request.prompt).product === row.product
-							: request.prompt === prompt && (request.account === account || report.code === 'other_key')),
+							: request.prompt === prompt &&
+								(request.account === account || report.code === 'other_key')),
 				);
-				if (!left) found.push(`refused, never sent: ${where} reported ${report.code} (${MAYBE}) with no request for it`);
+				if (!left)
+					found.push(
+						`refused, never sent: ${where} reported ${report.code} (${MAYBE}) with no request for it`,
+					);
 			}
 			// 3. A key's paid generation is never reported as costing nothing.
 			if (report.code === 'idempotency_key_used' && report.charge === 'not_sent') {
@@ -280,7 +295,9 @@ export function broken(world: World): string[] {
 						unaccounted(world, turn, delivered),
 				);
 				if (lost.length) {
-					found.push(`paid reported free: ${where} reported idempotency_key_used/not_sent; its key's paid turn ${lost[0].id} was never delivered nor reported`);
+					found.push(
+						`paid reported free: ${where} reported idempotency_key_used/not_sent; its key's paid turn ${lost[0].id} was never delivered nor reported`,
+					);
 				}
 			}
 		}
@@ -290,16 +307,22 @@ export function broken(world: World): string[] {
 		const running = payers(world, turn);
 		const { product } = parsePrompt(turn.prompt);
 		const asked = running.some((attempt) =>
-			attempt.runs.some((rows) => rows.some((row) => row.product === product && accountOf(attempt, row) === turn.account)),
+			attempt.runs.some((rows) =>
+				rows.some((row) => row.product === product && accountOf(attempt, row) === turn.account),
+			),
 		);
 		if (running.length && !asked) {
-			found.push(`wrong account: ${turn.prompt} charged to ${turn.account}, no row of #${running.map((a) => a.id).join(', #')} asked it there`);
+			found.push(
+				`wrong account: ${turn.prompt} charged to ${turn.account}, no row of #${running.map((a) => a.id).join(', #')} asked it there`,
+			);
 		}
 	}
 	// 5. Only a retry reads the sends' row.
 	for (const attempt of world.attempts) {
 		if (attempt.kind === 'new' && attempt.sendsAsked > 0) {
-			found.push(`a new execution asked the sends' row: #${attempt.id} asked it ${attempt.sendsAsked}×`);
+			found.push(
+				`a new execution asked the sends' row: #${attempt.id} asked it ${attempt.sendsAsked}×`,
+			);
 		}
 	}
 	return [...new Set(found)];
