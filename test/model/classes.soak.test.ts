@@ -4,7 +4,14 @@
  * Each fails while its class is not fixed (it names the promise broken).
  */
 import { useEmulator } from '../harness/emulator';
-import { NewExecution, RetryAfterKill, RetryExecution, type RunSpec, runHistory } from './history';
+import {
+	NewExecution,
+	Restart,
+	RetryAfterKill,
+	RetryExecution,
+	type RunSpec,
+	runHistory,
+} from './history';
 import type { Row } from './promises';
 
 const emulator = useEmulator();
@@ -63,6 +70,16 @@ describe('issue 49', () => {
 		]);
 	});
 
+	it("3. (found alone, seed 22 without Clear) a plain loop's later batch asks the sends' row, busy twice on the taking out: the next try refuses an item never sent", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['p0/A'], ['p0/A'], ['k0/A', 'p0/A']], { tries: 2 }), [], {
+				kind: 'busy',
+				at: 9,
+				times: 2,
+			}),
+		]);
+	});
+
 	it("4. an agent call answered, killed, retried: the model's repeat is paid again", async () => {
 		await runHistory(emulator, 'real', [
 			new NewExecution(spec([['p0/A']], { asTool: true }), [], { kind: 'kill', at: 99 }),
@@ -78,6 +95,29 @@ describe('issue 49', () => {
 				{ kind: 'killBefore', at: 4 },
 			),
 			new RetryAfterKill(0, { ...retry, reorder: true }, []),
+		]);
+	});
+
+	it("6. (found alone, seed 24) a loop on two sellers' keys killed, retried on the agency's key: a row of A refused for B's send", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				spec([['p1/B'], ['p0/B'], ['p1/B', 'p0/A', 'p1/B']], {
+					concurrency: 8,
+					tries: 2,
+					credential: 'perItem',
+				}),
+				[],
+				{ kind: 'kill', at: 9 },
+			),
+			new Restart(),
+			new RetryAfterKill(
+				1,
+				{ reorder: true, crashRecovered: true, repeatCall: false, edit: { credential: 'fixed' } },
+				[
+					{ product: 'p0', kind: 'credits402', skip: 1 },
+					{ product: 'p2', kind: 'resetAfter', skip: 0 },
+				],
+			),
 		]);
 	});
 

@@ -113,6 +113,8 @@ const numbered = new WeakMap<StoreCall, number>();
 const dead = new Set<number>();
 /** Per execution: its calls that take values out of the node's row of sends (a retry's asking). */
 const sendsAsked = new Map<number, number>();
+/** Per killed execution: the sends its last claim call wrote, which the kill kept from leaving. */
+const claimedAtKill = new Map<number, number>();
 
 async function storeHook(call: StoreCall, phase: 'before' | 'after'): Promise<void> {
 	const id = running.getStore();
@@ -145,6 +147,9 @@ async function storeHook(call: StoreCall, phase: 'before' | 'after'): Promise<vo
 	if (!plan || !('at' in plan.interrupt) || n !== plan.interrupt.at) return;
 	if (plan.interrupt.kind === 'kill') {
 		dead.add(id);
+		// Claims written by the call the kill follows: their sends never left (docs/retry.md).
+		const claims = call.scope === 'workflow' && call.kind === 'record';
+		claimedAtKill.set(id, claims ? call.values.filter((value) => / send /.test(value)).length : 0);
 		plan.reached();
 		return await never();
 	}
@@ -378,7 +383,10 @@ export class System {
 	 * interrupt, and journals it.
 	 */
 	async execute(
-		what: Omit<Attempt, 'id' | 'family' | 'window' | 'outcome' | 'reports' | 'sendsAsked'> & {
+		what: Omit<
+			Attempt,
+			'id' | 'family' | 'window' | 'outcome' | 'reports' | 'sendsAsked' | 'claimedAtKill'
+		> & {
 			family?: number;
 		},
 		begin: (id: number) => StartedRun,
@@ -452,6 +460,7 @@ export class System {
 			outcome: run ? (run.run.status === 'error' ? 'failed' : 'finished') : 'killed',
 			reports: run ? reportsOf(run, skipTasks) : [],
 			sendsAsked: sendsAsked.get(id) ?? 0,
+			claimedAtKill: claimedAtKill.get(id) ?? 0,
 		};
 		if (attempt.outcome === 'killed') {
 			this.killed.set(id, started);

@@ -21,7 +21,8 @@
  *    record retried with Resend Uncertain Generations; per key: once per epoch (an execution with
  *    Clear Idempotency Key opens one: not its tries or batches), plus resends;
  * 2. an item reported `may_have_been_charged` (e.g. `interrupted_send`) had a request for its ask
- *    on its account before (for `other_key` under any account; `idempotency_key_used`: for its key);
+ *    on its account before (for `other_key` under any account; `idempotency_key_used`: for its key),
+ *    except, per family, as many asks as a kill stopped between their claim's write and their send;
  * 3. `idempotency_key_used` with charge `not_sent` never stands for a key whose paid generation
  *    nobody was told of (not delivered, not in a failed execution, not reported maybe charged);
  * 4. every paid turn is on the account of a row of its family's execution running then;
@@ -80,6 +81,12 @@ export interface Attempt {
 	reports: Report[];
 	/** How often it asked the node's row of sends which of its sends it holds (store calls seen). */
 	sendsAsked: number;
+	/**
+	 * Killed once a claim call was written: the sends it claimed, whose send the kill stopped
+	 * (docs/retry.md: "A value written before a send that the kill then stopped is reported the
+	 * same way", one wave of lanes).
+	 */
+	claimedAtKill: number;
 }
 
 export interface Request {
@@ -264,6 +271,7 @@ export function broken(world: World): string[] {
 	const delivered = new Set(
 		world.attempts.flatMap((a) => a.reports.flatMap((r) => (r.ok && r.turnId ? [r.turnId] : []))),
 	);
+	const neverLeft: Array<{ family: number; ask: string; where: string; code?: string }> = [];
 	for (const attempt of world.attempts) {
 		for (const report of attempt.reports) {
 			const row = attempt.runs[report.run]?.[report.item];
@@ -282,10 +290,14 @@ export function broken(world: World): string[] {
 								(request.account === account || report.code === 'other_key')),
 				);
 				if (!left)
-					found.push(
-						`refused, never sent: ${where} reported ${report.code} (${MAYBE}) with no request for it`,
-					);
+					neverLeft.push({
+						family: attempt.family,
+						ask: `${row.product} ${account}`,
+						where,
+						code: report.code,
+					});
 			}
+
 			// 3. A key's paid generation is never reported as costing nothing.
 			if (report.code === 'idempotency_key_used' && report.charge === 'not_sent') {
 				const lost = world.turns.filter(
@@ -300,6 +312,21 @@ export function broken(world: World): string[] {
 					);
 				}
 			}
+		}
+	}
+	// 2, the window the docs allow: per family, as many asks as a kill stopped between claim and send.
+	const families = new Set(neverLeft.map((refusal) => refusal.family));
+	for (const family of families) {
+		const refused = neverLeft.filter((refusal) => refusal.family === family);
+		const asks = new Set(refused.map((refusal) => refusal.ask));
+		const window = world.attempts
+			.filter((attempt) => attempt.family === family)
+			.reduce((sum, attempt) => sum + attempt.claimedAtKill, 0);
+		if (asks.size > window) {
+			const { where, code } = refused[0];
+			found.push(
+				`refused, never sent: ${where} reported ${code} (${MAYBE}) with no request for it (${asks.size} such asks, ${window} claimed at a kill)`,
+			);
 		}
 	}
 	// 4. Every charge on its row's own account.
