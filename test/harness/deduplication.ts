@@ -29,6 +29,26 @@ const hash = (value: string) => createHash('md5').update(value.toString()).diges
 /** The gap between reading a row and writing it back, where n8n's database round trip is. */
 const roundTrip = async () => await Promise.resolve();
 
+/** One call to the store, as a hook sees it. */
+export interface StoreCall {
+	kind: 'record' | 'remove' | 'count';
+	scope: Scope;
+	values: string[];
+}
+
+/**
+ * Called around every store call, for a scheduler (test/model): `before` the row is read (throw to
+ * fail the call as a busy database does, or await to hold it there), `after` it is written (await to
+ * hold the caller there: never resolving stands for n8n killed once the write was committed). None
+ * by default: the store behaves as before.
+ */
+export type StoreHook = (call: StoreCall, phase: 'before' | 'after') => void | Promise<void>;
+let hook: StoreHook | undefined;
+
+export function setStoreHook(next: StoreHook | undefined): void {
+	hook = next;
+}
+
 const standIn = {
 	async checkProcessedAndRecord(
 		items: string[],
@@ -42,6 +62,8 @@ const standIn = {
 			storeCalls.failNext--;
 			throw new Error('SQLITE_BUSY: database is locked');
 		}
+		const call: StoreCall = { kind: 'record', scope, values: items };
+		if (hook) await hook(call, 'before');
 		const data = [...(rows.get(key) ?? [])];
 		await roundTrip();
 		const seen = new Set(data);
@@ -55,11 +77,14 @@ const standIn = {
 		}
 		if (options.maxEntries) data.splice(0, data.length - options.maxEntries);
 		rows.set(key, data);
+		if (hook) await hook(call, 'after');
 		return result;
 	},
 	async removeProcessed(items: string[], scope: Scope, context: ICheckProcessedContextData) {
 		storeCalls.remove++;
 		const key = rowKey(scope, context);
+		const call: StoreCall = { kind: 'remove', scope, values: items };
+		if (hook) await hook(call, 'before');
 		const data = [...(rows.get(key) ?? [])];
 		await roundTrip();
 		for (const value of items.map(hash)) {
@@ -67,12 +92,17 @@ const standIn = {
 			if (index !== -1) data.splice(index, 1);
 		}
 		rows.set(key, data);
+		if (hook) await hook(call, 'after');
 	},
 	async clearAllProcessedItems(scope: Scope, context: ICheckProcessedContextData) {
 		rows.delete(rowKey(scope, context));
 	},
 	async getProcessedDataCount(scope: Scope, context: ICheckProcessedContextData) {
-		return rows.get(rowKey(scope, context))?.length ?? 0;
+		const call: StoreCall = { kind: 'count', scope, values: [] };
+		if (hook) await hook(call, 'before');
+		const count = rows.get(rowKey(scope, context))?.length ?? 0;
+		if (hook) await hook(call, 'after');
+		return count;
 	},
 	async checkProcessedItemsAndRecord(): Promise<never> {
 		throw new Error('not used by this package');
@@ -93,6 +123,7 @@ export function clearDeduplicationStore(): void {
 	rows.clear();
 	forgetProcessRecords(); // a new n8n instance is a new process
 	storeCalls.failNext = 0;
+	hook = undefined;
 }
 
 /** The stand-in itself, for the test that shows it races as n8n's store does. */

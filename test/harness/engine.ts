@@ -84,12 +84,21 @@ function nodeOf(options: EngineOptions): INode {
 		: { ...node, maxTries: options.maxTries, waitBetweenTries: 1 };
 }
 
-async function execute(
+/**
+ * An execution started and not awaited: what n8n's database holds of it from its start on (enough
+ * for `retryAfterKill` if it is killed), and its end. A scheduler (test/model) may keep `done` from
+ * ever settling, as n8n killed mid-run does.
+ */
+export interface StartedRun extends Pick<EngineRun, 'executionId' | 'options' | 'atStart'> {
+	done: Promise<EngineRun>;
+}
+
+function start(
 	options: EngineOptions,
 	data: IRunExecutionData,
 	mode: WorkflowExecuteMode,
 	retryOf?: string,
-): Promise<EngineRun> {
+): StartedRun {
 	const node = data.executionData!.nodeExecutionStack[0]?.node ?? nodeOf(options);
 	const workflow = inactiveWorkflow(options.nodeType, node);
 	quietErrorReporter();
@@ -102,31 +111,39 @@ async function execute(
 	);
 	const extra = { ...additionalData(options.credentials), executionId, hooks };
 	const atStart = JSON.parse(JSON.stringify(data)) as IRunExecutionData;
-	const run = await new WorkflowExecute(extra, mode, data).processRunExecutionData(workflow);
-	const last = run.data.resultData.runData[node.name]?.at(-1);
-	return {
-		run,
-		executionId,
-		options,
-		output: (last?.data?.main?.[0] ?? []) as INodeExecutionData[],
-		errorOutput: (last?.data?.main?.[1] ?? []) as INodeExecutionData[],
-		error: last?.error as EngineRun['error'],
-		nodeContext: (run.data.executionData?.contextData?.[`node:${node.name}`] ?? {}) as Record<
-			string,
-			unknown
-		>,
-		atStart,
+	const finish = async (): Promise<EngineRun> => {
+		const run = await new WorkflowExecute(extra, mode, data).processRunExecutionData(workflow);
+		const last = run.data.resultData.runData[node.name]?.at(-1);
+		return {
+			run,
+			executionId,
+			options,
+			output: (last?.data?.main?.[0] ?? []) as INodeExecutionData[],
+			errorOutput: (last?.data?.main?.[1] ?? []) as INodeExecutionData[],
+			error: last?.error as EngineRun['error'],
+			nodeContext: (run.data.executionData?.contextData?.[`node:${node.name}`] ?? {}) as Record<
+				string,
+				unknown
+			>,
+			atStart,
+		};
 	};
+	return { executionId, options, atStart, done: finish() };
 }
 
 /** A new execution of the node alone, started with its input items on the stack. */
 export async function runInEngine(options: EngineOptions): Promise<EngineRun> {
+	return await startInEngine(options).done;
+}
+
+/** `runInEngine`, started and not awaited. */
+export function startInEngine(options: EngineOptions): StartedRun {
 	const node = nodeOf(options);
 	const data = newRunExecutionData();
 	for (const items of options.runs ?? [[{ json: {} }]]) {
 		data.executionData!.nodeExecutionStack.push({ node, data: { main: [items] }, source: null });
 	}
-	return await execute(options, data, 'manual');
+	return start(options, data, 'manual');
 }
 
 /**
@@ -136,9 +153,17 @@ export async function runInEngine(options: EngineOptions): Promise<EngineRun> {
  * again and may return others).
  */
 export async function retryAfterKill(
-	killed: EngineRun,
+	killed: Pick<EngineRun, 'atStart' | 'options' | 'executionId'>,
 	changes: Partial<Pick<EngineOptions, 'parameters' | 'credentials' | 'runs'>> = {},
 ): Promise<EngineRun> {
+	return await startRetryAfterKill(killed, changes).done;
+}
+
+/** `retryAfterKill`, started and not awaited; `changes` may also bring another node type (a restarted n8n's). */
+export function startRetryAfterKill(
+	killed: Pick<EngineRun, 'atStart' | 'options' | 'executionId'>,
+	changes: Partial<Pick<EngineOptions, 'parameters' | 'credentials' | 'runs' | 'nodeType'>> = {},
+): StartedRun {
 	const data = JSON.parse(JSON.stringify(killed.atStart)) as IRunExecutionData;
 	const options = { ...killed.options, ...changes };
 	if (changes.runs || changes.parameters) {
@@ -149,7 +174,7 @@ export async function retryAfterKill(
 			source: null,
 		}));
 	}
-	return await execute(options, data, 'retry', killed.executionId);
+	return start(options, data, 'retry', killed.executionId);
 }
 
 /**
@@ -162,6 +187,17 @@ export async function retryExecution(
 	parameters?: INodeParameters,
 	changes: Partial<Pick<EngineOptions, 'credentials' | 'errorOutput' | 'continueOnFail'>> = {},
 ): Promise<EngineRun> {
+	return await startRetryExecution(failed, parameters, changes).done;
+}
+
+/** `retryExecution`, started and not awaited; `changes` may also bring another node type or tries. */
+export function startRetryExecution(
+	failed: Pick<EngineRun, 'run' | 'options' | 'executionId'>,
+	parameters?: INodeParameters,
+	changes: Partial<
+		Pick<EngineOptions, 'credentials' | 'errorOutput' | 'continueOnFail' | 'nodeType' | 'maxTries'>
+	> = {},
+): StartedRun {
 	// The database round trip: n8n stores the run as JSON (flatted) and reads a copy back.
 	const data = JSON.parse(JSON.stringify(failed.run.data)) as IRunExecutionData;
 	delete data.resultData.error;
@@ -172,7 +208,7 @@ export async function retryExecution(
 	if (parameters || Object.keys(changes).length) {
 		for (const entry of data.executionData!.nodeExecutionStack) entry.node = nodeOf(options);
 	}
-	return await execute(options, data, 'retry', failed.executionId);
+	return start(options, data, 'retry', failed.executionId);
 }
 
 /**

@@ -1,0 +1,139 @@
+/**
+ * The breaks of issue 49, each as a history the checker (history.ts, promises.ts) runs and judges:
+ * written out from its shrunk counterexample or by hand where the generator did not find it alone.
+ * Each fails while its class is not fixed (it names the promise broken).
+ */
+import { useEmulator } from '../harness/emulator';
+import {
+	NewExecution,
+	Restart,
+	RetryAfterKill,
+	RetryExecution,
+	type RunSpec,
+	runHistory,
+} from './history';
+import type { Row } from './promises';
+
+const emulator = useEmulator();
+
+const row = (text: string): Row => ({
+	product: text.split('/')[0],
+	account: text.split('/')[1] as Row['account'],
+});
+const spec = (runs: string[][], more: Partial<RunSpec> = {}): RunSpec => ({
+	runs: runs.map((rows) => rows.map(row)),
+	concurrency: 1,
+	onError: 'stop',
+	clear: false,
+	resend: false,
+	credential: 'fixed',
+	asTool: false,
+	...more,
+});
+const retry = { reorder: false, crashRecovered: false, repeatCall: false };
+
+describe('issue 49', () => {
+	it("a loop's later batch (or a Retry On Fail try) of a new execution reads the sends' row", async () => {
+		await runHistory(emulator, 'real', [new NewExecution(spec([['p0/A'], ['p1/A']]), [])]);
+	});
+
+	it('1. Clear Idempotency Key per try: twin keyed rows with Retry On Fail', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['k0/A', 'k0/A']], { tries: 2, clear: true }), []),
+		]);
+	});
+
+	it('1. Clear Idempotency Key per batch: a twin in a later batch of the loop', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['k0/A'], ['k0/A']], { clear: true, onError: 'errorOutput' }), []),
+		]);
+	});
+
+	it('2. a key used by another execution between two tries of Retry On Fail', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				spec([['k0/A']], { tries: 2 }),
+				[{ product: 'k0', kind: 'refund500', skip: 0 }],
+				{
+					kind: 'pause',
+					at: 4,
+					other: spec([['k0/A']]),
+				},
+			),
+		]);
+	});
+
+	it("3. the retry's asking met a busy store twice: items never sent refused on the next try", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['p0/A', 'p1/A']], { tries: 2 }), [], { kind: 'kill', at: 1 }),
+			new RetryAfterKill(0, retry, [], { kind: 'busy', at: 3, times: 2 }),
+		]);
+	});
+
+	it("3. (found alone, seed 22 without Clear) a plain loop's later batch asks the sends' row, busy twice on the taking out: the next try refuses an item never sent", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['p0/A'], ['p0/A'], ['k0/A', 'p0/A']], { tries: 2 }), [], {
+				kind: 'busy',
+				at: 9,
+				times: 2,
+			}),
+		]);
+	});
+
+	it("4. an agent call answered, killed, retried: the model's repeat is paid again", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['p0/A']], { asTool: true }), [], { kind: 'kill', at: 99 }),
+			new RetryAfterKill(0, { ...retry, repeatCall: true }, []),
+		]);
+	});
+
+	it("6. identical asks of two accounts, killed after A's send, rows reordered on the retry", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				spec([['p0/A', 'p0/B']], { credential: 'perItem', onError: 'errorOutput' }),
+				[],
+				{ kind: 'killBefore', at: 4 },
+			),
+			new RetryAfterKill(0, { ...retry, reorder: true }, []),
+		]);
+	});
+
+	it("6. (found alone, seed 24) a loop on two sellers' keys killed, retried on the agency's key: a row of A refused for B's send", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				spec([['p1/B'], ['p0/B'], ['p1/B', 'p0/A', 'p1/B']], {
+					concurrency: 8,
+					tries: 2,
+					credential: 'perItem',
+				}),
+				[],
+				{ kind: 'kill', at: 9 },
+			),
+			new Restart(),
+			new RetryAfterKill(
+				1,
+				{ reorder: true, crashRecovered: true, repeatCall: false, edit: { credential: 'fixed' } },
+				[
+					{ product: 'p0', kind: 'credits402', skip: 1 },
+					{ product: 'p2', kind: 'resetAfter', skip: 0 },
+				],
+			),
+		]);
+	});
+
+	it("7. a 402 on the agency's key, retried with the per-seller credential", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['p0/A', 'p1/B', 'p2/B']]), [
+				{ product: 'p1', kind: 'credits402', skip: 0 },
+			]),
+			new RetryExecution(0, { credential: 'perItem' }, []),
+		]);
+	});
+
+	it("8. a key's send, n8n stopped after it, the next run: idempotency_key_used, not_sent", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['k0/A']]), [], { kind: 'kill', at: 99 }),
+			new NewExecution(spec([['k0/A']], { onError: 'errorOutput' }), []),
+		]);
+	});
+});
