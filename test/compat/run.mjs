@@ -80,8 +80,8 @@ function runSuite(profile, tarball, summaryFile) {
 const queue = process.env.COMPAT_QUEUE !== '0';
 const started = Date.now();
 // Installs first, one after the other (each takes minutes and gigabytes): a failed install stops here.
-// Queue mode's PostgreSQL client comes from the default profile's install (test/e2e/services.mjs).
-for (const profile of new Set([...profiles, ...(queue ? ['default'] : [])])) {
+// Queue mode's PostgreSQL client comes from the profile's own n8n (test/e2e/services.mjs).
+for (const profile of profiles) {
 	if (isInstalled(profile)) continue;
 	const begun = Date.now();
 	say(`installing ${describe(profile)}…`);

@@ -258,8 +258,9 @@ export async function startPostgres({ binaries = findPostgres(), port } = {}) {
 }
 
 /**
- * A connected `pg` client (the driver n8n itself ships, from the pinned install) for one call.
- * The pinned n8n must be installed (ensureN8n) before the first query.
+ * A connected `pg` client (the driver n8n itself ships) for one call: from the n8n of COMPAT_PROFILE
+ * when that one is installed (the compatibility suite of an older n8n need not wait for the pinned
+ * one), else from the pinned install, which must then be installed (ensureN8n) before the first query.
  */
 async function withPgClient(connection, use) {
 	const { Client } = await pgDriver();
@@ -276,8 +277,10 @@ let driver;
 async function pgDriver() {
 	if (!driver) {
 		const { createRequire } = await import('node:module');
-		const { installPaths } = await import('./n8n-install.mjs');
-		driver = createRequire(path.join(installPaths().dir, 'package.json'))('pg');
+		const { installPaths, isInstalled } = await import('./n8n-install.mjs');
+		const profile = process.env.COMPAT_PROFILE;
+		const from = profile && isInstalled(profile) ? profile : 'default';
+		driver = createRequire(path.join(installPaths(from).dir, 'package.json'))('pg');
 	}
 	return driver;
 }
