@@ -433,3 +433,16 @@ describe('after a paid answer arrived', () => {
 		expect([first[0].json.code, second[0].json.code]).toEqual(['server_fault', 'interrupted_send']);
 	});
 });
+
+describe('twin rows with one key, side by side', () => {
+	it('the key is used, not left open, once the first is answered: the next day is told it is used', async () => {
+		const keyed = generate({ idempotencyKey: 'twin-side-by-side', concurrency: 8 });
+		await runInEngine(engine({ parameters: keyed, runs: [items(['side a', 'side b', 'side c'])] }));
+		const nextDay = await runInEngine(engine({ parameters: keyed, runs: [items(['side a'])] }));
+		expect(await paidPer(['side a', 'side b', 'side c'])).toEqual([1, 0, 0]);
+		expect(errorOf(nextDay.errorOutput[0])).toMatchObject({
+			code: 'idempotency_key_used',
+			charge: 'not_sent',
+		});
+	});
+});

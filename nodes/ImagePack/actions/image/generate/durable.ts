@@ -339,9 +339,10 @@ export class DurableRecord {
 					return;
 				}
 				await this.move([...sends.filter((value) => !inClaimsRow(value)), ...leftBefore]);
-				// Answered: the key is used, no longer open. Uncertain: it stays open.
-				const open = key.filter((value) => value.startsWith('open ') && !inFlight.has(value));
-				if (outcome === 'generated') await this.forget(open);
+				// Answered: the key is used, no longer open (a twin row holding it meanwhile was told
+				// it is used). Uncertain: it stays open.
+				if (outcome === 'generated')
+					await this.forget(key.filter((value) => value.startsWith('open ')));
 			},
 			answered: async () => {
 				if (!windowsHeld) return;
