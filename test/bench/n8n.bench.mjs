@@ -763,6 +763,7 @@ export async function benchN8n(
 					heapMiB,
 					runs: runs ?? 1,
 					gcStatsDir,
+					profDir,
 					report: nightly.report,
 				})),
 			);

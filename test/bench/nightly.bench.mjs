@@ -215,10 +215,11 @@ export function tenths(batches) {
  * The nightly pattern at each size × build × progress, in one n8n start (per heap setting), the runs of a
  * size taking turns (builds and progress alternating, the order rotated on each repeat).
  */
-export async function benchN8nNightly(env, { endpoints, storage, sizes, concurrency, batch, latencyMs, builds, progress, heapMiB, runs, gcStatsDir, report }) {
+export async function benchN8nNightly(env, { endpoints, storage, sizes, concurrency, batch, latencyMs, builds, progress, heapMiB, runs, gcStatsDir, profDir, report }) {
 	const log = env.log;
 	const baseUrl = endpoints.realisticBaseUrl;
-	const profiler = runProfiler(gcStatsDir ?? fs.mkdtempSync(path.join(storage, 'nightly-gc-')), true);
+	// `--n8n-prof=<dir>`: each run's CPU profile and sampled allocations too (cpu-profile.mjs sums them by package).
+	const profiler = runProfiler(profDir ?? gcStatsDir ?? fs.mkdtempSync(path.join(storage, 'nightly-gc-')), !profDir);
 	const bareDir = fs.mkdtempSync(path.join(storage, 'nightly-bare-'));
 	const fetch = await bareFetchMs(baseUrl, endpoints.apiKey, bareDir, concurrency);
 	log(`n8n nightly: a bare client's fetch of ${concurrency} images at once ${fetch.ms.toFixed(1)} ms`);
@@ -350,7 +351,7 @@ export async function benchN8nNightly(env, { endpoints, storage, sizes, concurre
 						status: row.status,
 						...read,
 						batches: read.batches.length,
-						batchList: read.batches.map((b) => [Math.round(b.ms), Math.round(b.ownMs), Math.round(b.rss / MiB), Math.round(b.heap / MiB)]),
+						batchList: read.batches.map((b) => [Math.round(b.ms), Math.round(b.ownMs), Math.round(b.rss / MiB), Math.round(b.heap / MiB), Math.round(b.loopMs)]),
 						split,
 					};
 					if (measured.response.status !== 200 || row.status !== 'success' || read.done !== count || generates !== count) {
