@@ -314,7 +314,7 @@ export async function benchN8nNightly(env, { endpoints, storage, sizes, concurre
 					const heapAfter = await heapUsed(n8n.url);
 					const host = await hostStats(baseUrl);
 					const generates = (await env.control.requests({ route: 'generate' })).length;
-					const binaryBytes = folderBytes(binaryDir);
+					const binaryDataBytes = folderBytes(binaryDir);
 					const [row] = await querySqlite(
 						user.dir,
 						'SELECT e.id, e.status, e.startedAt, e.stoppedAt, d.data, length(d.data) AS bytes FROM execution_entity e JOIN execution_data d ON d.executionId = e.id WHERE e.workflowId = ? ORDER BY e.id DESC LIMIT 1',
@@ -346,10 +346,10 @@ export async function benchN8nNightly(env, { endpoints, storage, sizes, concurre
 						storeMs,
 						generates,
 						requests: host.requests,
-						binaryBytes,
 						executionBytes: row.bytes,
 						status: row.status,
 						...read,
+						binaryDataBytes,
 						batches: read.batches.length,
 						batchList: read.batches.map((b) => [Math.round(b.ms), Math.round(b.ownMs), Math.round(b.rss / MiB), Math.round(b.heap / MiB), Math.round(b.loopMs)]),
 						split,
@@ -389,7 +389,7 @@ export function summaryLine(r) {
 		`peak RSS ${f0(r.peak / MiB)} MiB (before ${f0(r.before / MiB)}), heap in use after ${f0(r.heapAfter / MiB)} MiB, ${r.majors} mark-compacts (GC ${f0(r.gcMs)} ms); ` +
 		`batch first/last 10 %: ${f0(first.ms)} / ${f0(last.ms)} ms (build's own ${f0(first.ownMs)} / ${f0(last.ownMs)}, n8n between ${f0(first.restMs)} / ${f0(last.restMs)}), RSS ${f0(first.rss / MiB)} / ${f0(last.rss / MiB)} MiB, heap in use ${f0(first.heap / MiB)} / ${f0(last.heap / MiB)} MiB (peak ${f0(r.peakHeap / MiB)}); ` +
 		`execution saved ${f1(r.executionBytes / MiB)} MiB (${f0(r.executionBytes / r.count)} B per item); output ${f0(r.jsonBytes / Math.max(1, r.items))} B JSON + ${f0(r.binaryBytes / Math.max(1, r.items))} B binary metadata per item; ` +
-		`store calls ${(r.storeCalls / r.count).toFixed(3)} per item (${f1(r.storeMs / r.count)} ms); ${r.generates} generates, ${r.requests} host requests, binary data ${f0(r.binaryBytes / MiB)} MiB; done ${r.done}, errors ${r.errors}`
+		`store calls ${(r.storeCalls / r.count).toFixed(3)} per item (${f1(r.storeMs / r.count)} ms); ${r.generates} generates, ${r.requests} host requests, binary data written ${f0(r.binaryDataBytes / MiB)} MiB; done ${r.done}, errors ${r.errors}`
 	);
 }
 
