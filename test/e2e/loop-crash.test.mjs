@@ -412,9 +412,16 @@ describe(`Loop Over Items killed and retried in n8n 2.41.1 (${PRODUCTS} products
 			idealS += (Math.ceil(sent / CONCURRENCY) * LATENCY_MS) / 1000;
 		}
 		const sent = sentIn.reduce((a, b) => a + b, 0);
-		const timing = { execution: row.id, sent, reported: PRODUCTS - sent, wallS, generateS, idealS, ratio: wallS / idealS, generateRatio: generateS / idealS };
+		// When its first and last generate requests of this case reached the emulator: before the first,
+		// the retry only reported (no loop: the products that left come first in the list).
+		const sends = (await emulator.control.requests({ route: 'generate' }))
+			.filter((r) => r.prompt?.startsWith(`${c.key} `) && r.at >= at(exec.startedAt))
+			.map((r) => r.at);
+		const firstSendS = sends.length ? (Math.min(...sends) - at(exec.startedAt)) / 1000 : null;
+		const lastSendS = sends.length ? (Math.max(...sends) - at(exec.startedAt)) / 1000 : null;
+		const timing = { execution: row.id, sent, reported: PRODUCTS - sent, wallS, generateS, idealS, ratio: wallS / idealS, generateRatio: generateS / idealS, firstSendS, lastSendS };
 		phase(
-			`${c.key}: the last retry sent ${sent} and reported ${PRODUCTS - sent}: wall ${wallS.toFixed(1)} s, Generate ${generateS.toFixed(1)} s, ideal for what it sent ${idealS.toFixed(1)} s: ${timing.ratio.toFixed(2)} × (Generate ${timing.generateRatio.toFixed(2)} ×)`,
+			`${c.key}: the last retry sent ${sent} and reported ${PRODUCTS - sent}: wall ${wallS.toFixed(1)} s, Generate ${generateS.toFixed(1)} s, ideal for what it sent ${idealS.toFixed(1)} s: ${timing.ratio.toFixed(2)} × (Generate ${timing.generateRatio.toFixed(2)} ×); first send at +${firstSendS?.toFixed(1)} s, last at +${lastSendS?.toFixed(1)} s`,
 		);
 		report.cases[c.key] = { ...report.cases[c.key], lastRetry: timing };
 		return timing;
