@@ -39,6 +39,8 @@
  *   LOOP_CRASH_HEAP_MB    n8n's --max-old-space-size (default 320)
  *   LOOP_CRASH_CASES      some of the cases only, e.g. `off-b10,on-b10` (default: off-b10, off-b1, on-b10, on-b1)
  *   LOOP_CRASH_REPORT     a file to write every number to (JSON)
+ *   LOOP_CRASH_NODE_OPTIONS more options for n8n's Node, e.g. `--cpu-prof --cpu-prof-dir=<dir>` (a profile per n8n
+ *                         start that ends by itself: the last; the killed ones write none)
  *
  *   IMAGEPACK_TARBALL=<tgz> node --import tsx --test test/e2e/loop-crash.test.mjs
  */
@@ -463,7 +465,7 @@ describe(`Loop Over Items killed and retried in n8n 2.41.1 (${PRODUCTS} products
 		await emulator.control.setLatency('generate', LATENCY_MS);
 		const tarball = process.env.IMAGEPACK_TARBALL ?? (packed = await packPackage());
 		userFolder = await createUserFolder({ tarball });
-		n8n = crashableN8n({ userFolder: userFolder.dir, profile: 'default', owner: OWNER, startN8n, env: { NODE_OPTIONS: `--max-old-space-size=${HEAP_MB}` } });
+		n8n = crashableN8n({ userFolder: userFolder.dir, profile: 'default', owner: OWNER, startN8n, env: { NODE_OPTIONS: `--max-old-space-size=${HEAP_MB} ${process.env.LOOP_CRASH_NODE_OPTIONS ?? ''}`.trim() } });
 		await start();
 		phase('n8n started');
 		const credential = await n8n.createCredential({ name: 'Image Pack (emulator)', type: 'imagePackApi', data: { baseUrl: emulator.baseUrl, apiKey: emulator.apiKey } });
