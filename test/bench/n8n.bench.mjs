@@ -742,9 +742,33 @@ export async function benchN8n(
 		drain = {},
 		durable = {},
 		credentials = {},
+		nightly = {},
 	},
 ) {
 	const figures = [];
+	if (parts.includes('nightly')) {
+		const { benchN8nNightly } = await import('./nightly.bench.mjs');
+		// One n8n start per heap setting (0: V8's default).
+		for (const heapMiB of nightly.heaps ?? [0]) {
+			figures.push(
+				...(await benchN8nNightly(env, {
+					endpoints,
+					storage,
+					sizes: sizes ?? (quick ? [200] : [1_000]),
+					concurrency: concurrencies?.[0] ?? 8,
+					batch: nightly.batch ?? 50,
+					latencyMs: latencyMs ?? 300,
+					builds: nightly.builds ?? ['imagepack', 'http'],
+					progress: nightly.progress ?? [false, true],
+					heapMiB,
+					runs: runs ?? 1,
+					gcStatsDir,
+					profDir,
+					report: nightly.report,
+				})),
+			);
+		}
+	}
 	if (parts.includes('credentials')) {
 		const { benchN8nCredentials } = await import('./credentials.bench.mjs');
 		figures.push(

@@ -39,6 +39,8 @@
  *   LOOP_CRASH_HEAP_MB    n8n's --max-old-space-size (default 320)
  *   LOOP_CRASH_CASES      some of the cases only, e.g. `off-b10,on-b10` (default: off-b10, off-b1, on-b10, on-b1)
  *   LOOP_CRASH_REPORT     a file to write every number to (JSON)
+ *   LOOP_CRASH_NODE_OPTIONS more options for n8n's Node, e.g. `--cpu-prof --cpu-prof-dir=<dir>` (a profile per n8n
+ *                         start that ends by itself: the last; the killed ones write none)
  *
  *   IMAGEPACK_TARBALL=<tgz> node --import tsx --test test/e2e/loop-crash.test.mjs
  */
@@ -66,17 +68,22 @@ const GENERATE = 'Generate';
 const LOOP = 'Loop Over Items';
 const ALL = 'All products';
 
+/** `plain` (only when named in LOOP_CRASH_CASES): no loop, Split Out → Generate → "All products"; its "batch" is the 8 lanes. */
 const CASES = [
 	{ key: 'off-b10', progress: false, batch: 10 },
 	{ key: 'off-b1', progress: false, batch: 1 },
 	{ key: 'on-b10', progress: true, batch: 10 },
 	{ key: 'on-b1', progress: true, batch: 1 },
-].filter((c) => !process.env.LOOP_CRASH_CASES || process.env.LOOP_CRASH_CASES.split(',').includes(c.key));
+	// The README's variant for a 640 MiB n8n (issue 51): each batch in a sub-workflow (Execute Workflow,
+	// Idempotency Key = the SKU) that hands back one small item per product, no binary.
+	{ key: 'on-sub10', progress: true, batch: 10, sub: true },
+	{ key: 'plain', progress: false, batch: CONCURRENCY, plain: true, optIn: true },
+].filter((c) => (process.env.LOOP_CRASH_CASES ? process.env.LOOP_CRASH_CASES.split(',').includes(c.key) : !c.optIn));
 
 for (const c of CASES) {
 	c.list = Array.from({ length: PRODUCTS }, (_, i) => ({ sku: `P${i + 1}`, prompt: `${c.key} product [${i + 1}]` }));
 	c.batches = Math.ceil(PRODUCTS / c.batch);
-	c.label = `progress ${c.progress ? 'on' : 'off'}, batches of ${c.batch}`;
+	c.label = c.plain ? 'no loop, progress off' : `progress ${c.progress ? 'on' : 'off'}, batches of ${c.batch}${c.sub ? ' in a sub-workflow, a key per product' : ''}`;
 	/** The products (0-based indexes) of a batch. */
 	c.batchOf = (share) => {
 		const batch = Math.min(c.batches - 1, Math.floor(c.batches * share));
@@ -89,6 +96,41 @@ for (const c of CASES) {
 }
 
 const to = (name) => [{ node: name, type: 'main', index: 0 }];
+
+/** The sub-workflow of `sub` cases: Execute Workflow Trigger → Generate (key = SKU) → Edit Fields (what a listing keeps). */
+function batchWorkflow(c, credential) {
+	const generate = loopWorkflow({ ...c, sub: false }, credential).nodes.find((n) => n.name === GENERATE);
+	generate.parameters.options.idempotencyKey = '={{ $json.sku }}';
+	return {
+		name: `loop crash: ${c.key} (one batch)`,
+		nodes: [
+			{ id: 'batch', name: 'Batch', type: 'n8n-nodes-base.executeWorkflowTrigger', typeVersion: 1, position: [0, 0], parameters: {} },
+			{ ...generate, position: [220, 0] },
+			{
+				id: 'listing',
+				name: 'Listing fields',
+				type: 'n8n-nodes-base.set',
+				typeVersion: 3.4,
+				position: [440, 0],
+				parameters: {
+					mode: 'manual',
+					assignments: {
+						assignments: [
+							{ id: 'sku', name: 'sku', type: 'string', value: "={{ $('Batch').item.json.sku }}" },
+							{ id: 'turn', name: 'turn_id', type: 'string', value: '={{ $json.turn_id ?? null }}' },
+							{ id: 'image', name: 'image_id', type: 'string', value: '={{ $binary.image_0 ? $json.images[0].id : null }}' },
+							{ id: 'error', name: 'error', type: 'string', value: '={{ $json.error?.code ?? null }}' },
+						],
+					},
+					includeOtherFields: false,
+					options: { stripBinary: true },
+				},
+			},
+		],
+		connections: { Batch: { main: [to(GENERATE)] }, [GENERATE]: { main: [to('Listing fields')] } },
+		settings: { executionOrder: 'v1', saveManualExecutions: true },
+	};
+}
 
 function loopWorkflow(c, credential) {
 	const nodes = [
@@ -115,6 +157,22 @@ function loopWorkflow(c, credential) {
 		},
 		{ id: 'all', name: ALL, type: 'n8n-nodes-base.noOp', typeVersion: 1, position: [660, -100], parameters: {} },
 	];
+	if (c.sub) {
+		const call = { id: 'batch', name: GENERATE, type: 'n8n-nodes-base.executeWorkflow', typeVersion: 1, position: [660, 100], parameters: { source: 'database', workflowId: c.subWorkflowId, mode: 'once', options: { waitForSubWorkflow: true } } };
+		return { ...loopWorkflowOf(c, nodes.map((n) => (n.name === GENERATE ? call : n))) };
+	}
+	if (c.plain) {
+		return {
+			name: `loop crash: ${c.key}`,
+			nodes: nodes.filter((n) => n.name !== LOOP),
+			connections: { Webhook: { main: [to('Split Out')] }, 'Split Out': { main: [to(GENERATE)] }, [GENERATE]: { main: [to(ALL)] } },
+			settings: { executionOrder: 'v1', saveManualExecutions: true, saveExecutionProgress: c.progress },
+		};
+	}
+	return loopWorkflowOf(c, nodes);
+}
+
+function loopWorkflowOf(c, nodes) {
 	return {
 		name: `loop crash: ${c.key}`,
 		nodes,
@@ -296,11 +354,12 @@ describe(`Loop Over Items killed and retried in n8n 2.41.1 (${PRODUCTS} products
 		const codes = {};
 		let deliveredItems = 0;
 		for (const item of items) {
-			if (item.json.turn_id && item.binary?.image_0) {
+			// A sub-workflow's batch hands back the image's id, not the image (it stays in the sub-workflow).
+			if (item.json.turn_id && (item.binary?.image_0 || item.json.image_id)) {
 				deliveredItems++;
 				delivered.add(productOfPrompt(turnProduct.get(item.json.turn_id)));
 			} else {
-				const code = item.json.turn_id ? 'generated without image' : (item.json.error?.code ?? 'other');
+				const code = item.json.turn_id ? 'generated without image' : (item.json.error?.code ?? item.json.error ?? 'other');
 				codes[code] = (codes[code] ?? 0) + 1;
 			}
 		}
@@ -329,9 +388,45 @@ describe(`Loop Over Items killed and retried in n8n 2.41.1 (${PRODUCTS} products
 			if (name === 'final') c.final = { exec, all };
 		}
 		c.steps.push(entry);
-		report.cases[c.key] = { label: c.label, stops: c.stops.map((s) => ({ batch: s.batch, products: ranges(s.indexes) })), steps: c.steps };
+		report.cases[c.key] = { ...report.cases[c.key], label: c.label, stops: c.stops.map((s) => ({ batch: s.batch, products: ranges(s.indexes) })), steps: c.steps };
 		if (!process.env.E2E_QUIET) process.stderr.write(`[loop-crash] ${c.key} ${step}: ${JSON.stringify(entry, null, 1)}\n`);
 		return { seen: seen[c.key], entry };
+	}
+
+	/**
+	 * The wall of a retry against the ideal for what it sent (issue 51): the execution's start to stop
+	 * and Generate's own time (its runs' executionTime), against Σ over batches of ceil(sent in the
+	 * batch / 8) × the latency (no loop: ceil(sent / 8) × the latency). Reported products cost no
+	 * generation, so they are not in the ideal.
+	 */
+	async function retryTiming(c, row, before, after) {
+		const exec = await execution(row.id);
+		const at = (value) => Date.parse(`${value}`.replace(' ', 'T') + (/Z|\+/.test(`${value}`) ? '' : 'Z'));
+		const wallS = (at(exec.stoppedAt) - at(exec.startedAt)) / 1000;
+		// Its own runs only: with progress on, the runs it resumed from are in its run data too.
+		const ownRuns = (exec.run?.resultData?.runData?.[GENERATE] ?? []).filter((run) => run.startTime >= at(exec.startedAt));
+		const generateS = ownRuns.reduce((sum, run) => sum + (run.executionTime ?? 0), 0) / 1000;
+		const sentIn = after.map((n, i) => n - before[i]);
+		const size = c.plain ? PRODUCTS : c.batch;
+		let idealS = 0;
+		for (let from = 0; from < PRODUCTS; from += size) {
+			const sent = sentIn.slice(from, from + size).reduce((a, b) => a + b, 0);
+			idealS += (Math.ceil(sent / CONCURRENCY) * LATENCY_MS) / 1000;
+		}
+		const sent = sentIn.reduce((a, b) => a + b, 0);
+		// When its first and last generate requests of this case reached the emulator: before the first,
+		// the retry only reported (no loop: the products that left come first in the list).
+		const sends = (await emulator.control.requests({ route: 'generate' }))
+			.filter((r) => r.prompt?.startsWith(`${c.key} `) && r.at >= at(exec.startedAt))
+			.map((r) => r.at);
+		const firstSendS = sends.length ? (Math.min(...sends) - at(exec.startedAt)) / 1000 : null;
+		const lastSendS = sends.length ? (Math.max(...sends) - at(exec.startedAt)) / 1000 : null;
+		const timing = { execution: row.id, sent, reported: PRODUCTS - sent, wallS, generateS, idealS, ratio: wallS / idealS, generateRatio: generateS / idealS, firstSendS, lastSendS };
+		phase(
+			`${c.key}: the last retry sent ${sent} and reported ${PRODUCTS - sent}: wall ${wallS.toFixed(1)} s, Generate ${generateS.toFixed(1)} s, ideal for what it sent ${idealS.toFixed(1)} s: ${timing.ratio.toFixed(2)} × (Generate ${timing.generateRatio.toFixed(2)} ×); first send at +${firstSendS?.toFixed(1)} s, last at +${lastSendS?.toFixed(1)} s`,
+		);
+		report.cases[c.key] = { ...report.cases[c.key], lastRetry: timing };
+		return timing;
 	}
 
 	/** Holds the generations of each case's batch at that stop once they ran and were charged. */
@@ -370,11 +465,12 @@ describe(`Loop Over Items killed and retried in n8n 2.41.1 (${PRODUCTS} products
 		await emulator.control.setLatency('generate', LATENCY_MS);
 		const tarball = process.env.IMAGEPACK_TARBALL ?? (packed = await packPackage());
 		userFolder = await createUserFolder({ tarball });
-		n8n = crashableN8n({ userFolder: userFolder.dir, profile: 'default', owner: OWNER, startN8n, env: { NODE_OPTIONS: `--max-old-space-size=${HEAP_MB}` } });
+		n8n = crashableN8n({ userFolder: userFolder.dir, profile: 'default', owner: OWNER, startN8n, env: { NODE_OPTIONS: `--max-old-space-size=${HEAP_MB} ${process.env.LOOP_CRASH_NODE_OPTIONS ?? ''}`.trim() } });
 		await start();
 		phase('n8n started');
 		const credential = await n8n.createCredential({ name: 'Image Pack (emulator)', type: 'imagePackApi', data: { baseUrl: emulator.baseUrl, apiKey: emulator.apiKey } });
 		for (const c of CASES) {
+			if (c.sub) c.subWorkflowId = await n8n.publish(batchWorkflow(c, credential));
 			c.workflowId = await n8n.publish(loopWorkflow(c, credential));
 			c.steps = [];
 			c.answers = [];
@@ -451,6 +547,7 @@ describe(`Loop Over Items killed and retried in n8n 2.41.1 (${PRODUCTS} products
 
 	describe('3. the crashed retry retried', () => {
 		before(async () => {
+			const sentBefore = await counts();
 			await Promise.all(
 				CASES.map(async (c) => {
 					const answer = retry(c, c.firstRetry.id);
@@ -458,6 +555,8 @@ describe(`Loop Over Items killed and retried in n8n 2.41.1 (${PRODUCTS} products
 				}),
 			);
 			phase('retries of the crashed retries finished');
+			const sentAfter = await counts();
+			for (const c of CASES) c.lastRetry3 = await retryTiming(c, c.secondRetry, sentBefore[c.key].requests, sentAfter[c.key].requests);
 		});
 
 		for (const c of CASES) {

@@ -96,6 +96,25 @@ describe('Generate', () => {
 		expect(output.every((item) => (item.pairedItem as { item: number }).item === 0)).toBe(true);
 	});
 
+	it('Output Fields = Listing keeps only what a listing needs, the images attached', async () => {
+		const [all] = await run(generate({ n: 2 }));
+		const [item] = await run(generate({ n: 2, options: { outputFields: 'listing' } }));
+		expect(Object.keys(item.json).sort()).toEqual([
+			'credits_charged',
+			'images',
+			'session_id',
+			'turn_id',
+		]);
+		expect(item.json.images).toEqual(
+			(all.json.images as IDataObject[]).map(() => ({
+				id: expect.any(String),
+				url: expect.any(String),
+			})),
+		);
+		expect(Object.keys(item.binary!)).toEqual(['image_0', 'image_1']);
+		expect(JSON.stringify(item.json).length).toBeLessThan(JSON.stringify(all.json).length * 0.6);
+	});
+
 	it('keeps a partial success: n = 4, 2 delivered, billed 2, warning kept', async () => {
 		await emulator.control.setGenerationBehaviour({ deliver: 2 });
 		const before = await balance();

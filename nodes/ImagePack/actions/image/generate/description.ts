@@ -140,6 +140,22 @@ export const generateOptions: INodeProperties[] = [
 			'Whether to output one item per generated image (binary under "data") instead of one item per request',
 	},
 	{
+		displayName: 'Output Fields',
+		name: 'outputFields',
+		type: 'options',
+		default: 'all',
+		description:
+			'Which fields each generated item keeps. Listing: only turn_id, session_id, credits_charged and each image’s ID and URL (with warnings, problems and links when there are any): smaller items, so a long Loop Over Items holds and saves less per product.',
+		options: [
+			{
+				name: 'All',
+				value: 'all',
+				description: 'The answer as the service returned it, plus request_id and credits_estimated',
+			},
+			{ name: 'Listing', value: 'listing', description: 'Only what a product listing needs' },
+		],
+	},
+	{
 		displayName: 'Resend Uncertain Generations',
 		name: 'resendUncertain',
 		type: 'boolean',

@@ -185,7 +185,28 @@ function resultOf(
 		);
 	}
 	addHints(ctx, hints);
-	return result;
+	return options.outputFields === 'listing' ? listingFields(result) : result;
+}
+
+/**
+ * Output Fields = Listing: what a product listing needs of a generation, and whatever went wrong
+ * (the rest of the answer stays at the service, under the session).
+ */
+function listingFields(result: IDataObject): IDataObject {
+	const images = Array.isArray(result.images) ? (result.images as unknown[]) : [];
+	const kept: IDataObject = {
+		turn_id: result.turn_id,
+		session_id: result.session_id,
+		credits_charged: result.credits_charged,
+		images: images.map((image) =>
+			isObject(image) ? { id: image.id, url: image.url } : (image as IDataObject),
+		),
+	};
+	if (Array.isArray(result.warnings) && result.warnings.length) kept.warnings = result.warnings;
+	if (result.answer_problems)
+		Object.assign(kept, { answer_problems: result.answer_problems, request_id: result.request_id });
+	if (result.credit_budget) kept.credit_budget = result.credit_budget;
+	return kept;
 }
 
 /** The images are paid for: a failed download is reported on the item, never thrown. */

@@ -85,6 +85,7 @@ function checkedOptions(raw: Record<string, unknown>, underMcp: boolean) {
 		idempotencyKey: idempotencyKeyOf(raw.idempotencyKey),
 		clearIdempotencyKey: raw.clearIdempotencyKey === true,
 		maxFileBytes: Math.floor(number('maxFileSizeMb') * 1024 * 1024),
+		outputFields: raw.outputFields === 'listing' ? ('listing' as const) : ('all' as const),
 		resendUncertain: raw.resendUncertain === true,
 		splitImages: Boolean(raw.splitImages),
 		timeoutMs: number('timeoutSeconds') * 1000,
