@@ -216,3 +216,20 @@ describe('RunMemory', () => {
 		expect(memory.recall(0)?.kind).toBe('refused');
 	});
 });
+
+describe('the count of identical asks, as saved', () => {
+	it("keeps the counts after the run and only what this run changed: a try counts from the run's start", () => {
+		const store: Record<string, unknown> = {};
+		const earlier = Object.fromEntries(Array.from({ length: 1_000 }, (_u, i) => [`ask ${i}`, 1]));
+		new RunMemory(store, 0, 'e1').asked({}, earlier);
+		const run = new RunMemory(store, 1, 'e1');
+		const before = run.askedBefore();
+		run.asked(before, { ...before, 'ask 0': 2, 'ask new': 1 });
+		const saved = store.imagePackAsked as { changed: Record<string, number> };
+		expect(saved.changed).toEqual({ 'ask 0': 1, 'ask new': 0 });
+		// Retry On Fail: the same run again counts from where it started.
+		expect(new RunMemory(store, 1, 'e1').askedBefore()).toEqual(earlier);
+		// The next run counts on.
+		expect(new RunMemory(store, 2, 'e1').askedBefore()).toMatchObject({ 'ask 0': 2, 'ask new': 1 });
+	});
+});

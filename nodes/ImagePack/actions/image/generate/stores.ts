@@ -48,8 +48,13 @@ export interface Started {
 interface AskLedger {
 	run: number;
 	calls: string;
-	before: AskCounts;
 	after: AskCounts;
+	/**
+	 * What this run changed: each of its asks' count before it (0: none). Not the whole count before
+	 * the run: n8n saves the context data after every node with Save Execution Progress, so a loop of
+	 * 10,000 products would save two maps of every ask at each batch.
+	 */
+	changed: AskCounts;
 }
 
 /** A paid answer as the transport returned it: the API's JSON, nothing downloaded. */
@@ -107,14 +112,27 @@ export class RunMemory {
 	 */
 	askedBefore(calls = ''): AskCounts {
 		const ledger = this.store[ASKED_KEY] as AskLedger | undefined;
-		if (!isRecord(ledger) || !isRecord(ledger.before) || !isRecord(ledger.after)) return {};
+		if (!isRecord(ledger) || !isRecord(ledger.after)) return {};
 		const sameRun = ledger.run === this.runIndex && (ledger.calls ?? '') === calls;
-		return sameRun ? ledger.before : ledger.after;
+		if (!sameRun) return ledger.after;
+		// Saved by a version before `changed` (a retry across the upgrade): the whole count before.
+		const { before: saved } = ledger as { before?: AskCounts };
+		if (!isRecord(ledger.changed)) return isRecord(saved) ? saved : {};
+		const before: AskCounts = { ...ledger.after };
+		for (const [ask, count] of Object.entries(ledger.changed)) {
+			if (count) before[ask] = count;
+			else delete before[ask];
+		}
+		return before;
 	}
 
 	/** Keeps the counts of this run: the next run counts on from `after`. */
 	asked(before: AskCounts, after: AskCounts, calls = ''): void {
-		const ledger: AskLedger = { run: this.runIndex, calls, before, after };
+		const changed: AskCounts = {};
+		for (const [ask, count] of Object.entries(after)) {
+			if (before[ask] !== count) changed[ask] = before[ask] ?? 0;
+		}
+		const ledger: AskLedger = { run: this.runIndex, calls, after, changed };
 		this.store[ASKED_KEY] = ledger;
 	}
 
