@@ -50,13 +50,14 @@ export async function mapWithConcurrency<T, R>(
 	inputs: readonly T[],
 	limit: number,
 	worker: (input: T, index: number) => Promise<R>,
+	order?: readonly number[],
 ): Promise<R[]> {
 	const results = new Array<R>(inputs.length);
 	let next = 0;
 	let failure: { error: unknown } | undefined;
 	const lane = async () => {
 		while (!failure && next < inputs.length) {
-			const index = next++;
+			const index = order ? order[next++] : next++;
 			try {
 				results[index] = await worker(inputs[index], index);
 			} catch (error) {
@@ -113,23 +114,30 @@ export function asNodeError(
 /**
  * Runs `work` for each input item, at most `concurrency` at once (default: one after the other, as
  * n8n does); output in input order. Under Continue On Fail a failing item becomes an error item and
- * the others go on; otherwise the first failure stops the node (work in flight finishes).
+ * the others go on, and the items may be taken up in another `order` (a permutation of the indexes);
+ * otherwise the first failure stops the node (work in flight finishes), in input order.
  */
 export async function eachItem(
 	ctx: IExecuteFunctions,
 	items: INodeExecutionData[],
 	work: (itemIndex: number) => Promise<INodeExecutionData[]>,
 	concurrency = 1,
+	order?: readonly number[],
 ): Promise<INodeExecutionData[]> {
 	const continueOnFail = ctx.continueOnFail();
-	const outputs = await mapWithConcurrency(items, concurrency, async (_item, itemIndex) => {
-		throwIfStopped(ctx, itemIndex);
-		try {
-			return await work(itemIndex);
-		} catch (error) {
-			if (!continueOnFail) throw asNodeError(ctx, error, itemIndex);
-			return [errorItem(error, itemIndex)];
-		}
-	});
+	const outputs = await mapWithConcurrency(
+		items,
+		concurrency,
+		async (_item, itemIndex) => {
+			throwIfStopped(ctx, itemIndex);
+			try {
+				return await work(itemIndex);
+			} catch (error) {
+				if (!continueOnFail) throw asNodeError(ctx, error, itemIndex);
+				return [errorItem(error, itemIndex)];
+			}
+		},
+		continueOnFail ? order : undefined,
+	);
 	return outputs.flat();
 }

@@ -446,3 +446,41 @@ describe('twin rows with one key, side by side', () => {
 		});
 	});
 });
+
+describe('a retry that reports what left before the stop', () => {
+	const limits = { ...RECORD_LIMITS };
+	afterEach(() => Object.assign(RECORD_LIMITS, limits));
+
+	it('claims only what never left (the rest costs no store call), and keeps the output in input order', async () => {
+		Object.assign(RECORD_LIMITS, { moveAt: 1 }); // each paid send moved to the sends' row at once
+		const skus = ['left 0', 'left 1', 'left 2', 'never 3', 'never 4', 'never 5'];
+		const options = engine({ runs: [items(skus.slice(0, 3))] });
+		const killed = await runInEngine(options);
+		forgetProcessRecords();
+		const sentAt: string[] = [];
+		const read = deduplicationStandIn.checkProcessedAndRecord;
+		deduplicationStandIn.checkProcessedAndRecord = async (values, scope, context, options) => {
+			if (scope === 'workflow') sentAt.push(...values);
+			return await read(values, scope, context, options);
+		};
+		try {
+			const retry = await retryAfterKill(killed, { runs: [items(skus)] });
+			expect(retry.output.map((item) => item.pairedItem)).toEqual([
+				{ item: 3 },
+				{ item: 4 },
+				{ item: 5 },
+			]);
+			expect(retry.errorOutput.map((item) => [item.pairedItem, errorOf(item).code])).toEqual([
+				[{ item: 0 }, 'interrupted_send'],
+				[{ item: 1 }, 'interrupted_send'],
+				[{ item: 2 }, 'interrupted_send'],
+			]);
+			// Only the three that never left were claimed: the others cost the retry no store call.
+			const claimed = sentAt.filter((value) => value.startsWith('claim '));
+			expect(claimed).toHaveLength(3);
+			expect(await paidPer(skus)).toEqual([1, 1, 1, 1, 1, 1]);
+		} finally {
+			deduplicationStandIn.checkProcessedAndRecord = read;
+		}
+	});
+});

@@ -452,6 +452,18 @@ export async function execute(
 			: [],
 	);
 	await run.durable.open(runName(this), run.memory.executionId, sends, this.getMode() === 'retry');
+	// A retry's items its one read found sent before the stop are only reported: taken up after the
+	// others, they run while the sends wait on the service instead of before the first send.
+	const reported = (item?: Item) =>
+		!!item &&
+		!item.memo &&
+		!item.plan.options.resendUncertain &&
+		[item.identity.send, run.cutOff ? item.identity.witness : undefined].some(
+			(value) => value !== undefined && run.durable.sentBefore(value),
+		);
+	const order = [...items.keys()].sort(
+		(a, b) => Number(reported(runItems[a])) - Number(reported(runItems[b])),
+	);
 	// One lane: downloads wait for the last generation at no cost in time, and back to back their
 	// buffers cost n8n's heap a full collection every ~10 items, not every 3-4 (docs/performance.md).
 	// More lanes: a download overlaps the other lanes' generations.
@@ -471,6 +483,7 @@ export async function execute(
 				return [];
 			},
 			lanes,
+			order,
 		);
 		hintReplayed(this, run.replayed);
 		if (run.claims && sendsRecorded >= RECORD_LIMITS.sends * RECORD_LIMITS.fullAt) {
