@@ -130,10 +130,36 @@ describe('issue 49', () => {
 		]);
 	});
 
-	it("8. a key's send, n8n stopped after it, the next run: idempotency_key_used, not_sent", async () => {
+	it("8. a key's send answered, n8n stopped before the node took the answer, the next run: idempotency_key_used, not_sent", async () => {
+		// Store call 4 takes the key's open mark out once the answer arrived (1 counts the sends' row, 2
+		// marks the run begun, 3 claims): stopped just before it.
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['k0/A']]), [], { kind: 'killBefore', at: 4 }),
+			new NewExecution(spec([['k0/A']], { onError: 'errorOutput' }), []),
+		]);
+	});
+
+	it("8. (n8n's window) the node finished, n8n stopped before saving: the next run's idempotency_key_used is allowed", async () => {
 		await runHistory(emulator, 'real', [
 			new NewExecution(spec([['k0/A']]), [], { kind: 'kill', at: 99 }),
 			new NewExecution(spec([['k0/A']], { onError: 'errorOutput' }), []),
+			new RetryAfterKill(0, retry, []),
+		]);
+	});
+
+	it("(seed 49 on the fixes) an agent's keyed call answered, killed, retried with Resend Uncertain Generations: the resend is the user's word, the repeat's idempotency_key_used is no paid turn reported free", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['k1/A']], { asTool: true }), [], { kind: 'kill', at: 4 }),
+			new RetryAfterKill(
+				0,
+				{
+					...retry,
+					crashRecovered: true,
+					repeatCall: true,
+					edit: { resend: true, onError: 'errorOutput' },
+				},
+				[],
+			),
 		]);
 	});
 });

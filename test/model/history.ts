@@ -385,7 +385,14 @@ export class System {
 	async execute(
 		what: Omit<
 			Attempt,
-			'id' | 'family' | 'window' | 'outcome' | 'reports' | 'sendsAsked' | 'claimedAtKill'
+			| 'id'
+			| 'family'
+			| 'window'
+			| 'outcome'
+			| 'reports'
+			| 'sendsAsked'
+			| 'claimedAtKill'
+			| 'unsaved'
 		> & {
 			family?: number;
 		},
@@ -415,10 +422,13 @@ export class System {
 		const started = running.run(id, () => begin(id));
 		const done = started.done.then((run) => ({ run }));
 		let run: EngineRun | undefined;
+		let unsaved = false;
 		if (interrupt?.kind === 'kill' || interrupt?.kind === 'killBefore') {
 			// Killed at the store call, or (past its last call) after the node finished, before n8n saved.
 			const first = await Promise.race([done, reachedPoint]);
-			if (first === 'reached') await sleep(60); // requests in flight land at the service
+			if (first === 'reached')
+				await sleep(60); // requests in flight land at the service
+			else unsaved = true;
 		} else if (interrupt?.kind === 'pause') {
 			const first = await Promise.race([done, reachedPoint]);
 			if (first === 'reached') {
@@ -461,6 +471,7 @@ export class System {
 			reports: run ? reportsOf(run, skipTasks) : [],
 			sendsAsked: sendsAsked.get(id) ?? 0,
 			claimedAtKill: claimedAtKill.get(id) ?? 0,
+			unsaved,
 		};
 		if (attempt.outcome === 'killed') {
 			this.killed.set(id, started);

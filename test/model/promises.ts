@@ -21,10 +21,13 @@
  *    record retried with Resend Uncertain Generations; per key: once per epoch (an execution with
  *    Clear Idempotency Key opens one: not its tries or batches), plus resends;
  * 2. an item reported `may_have_been_charged` (e.g. `interrupted_send`) had a request for its ask
- *    on its account before (for `other_key` under any account; `idempotency_key_used`: for its key),
+ *    on its account before (for `other_key` under any account; a keyed row: for its key, by any
+ *    execution),
  *    except, per family, as many asks as a kill stopped between their claim's write and their send;
  * 3. `idempotency_key_used` with charge `not_sent` never stands for a key whose paid generation
- *    nobody was told of (not delivered, not in a failed execution, not reported maybe charged);
+ *    nobody was told of (not delivered, not in a failed execution, not reported maybe charged, not
+ *    retried since with Resend Uncertain Generations: the user's word that they looked), unless
+ *    n8n was killed after the node finished and before it saved (n8n says nothing of its save);
  * 4. every paid turn is on the account of a row of its family's execution running then;
  * 5. (what it costs) only a retry asks the node's row of paid sends (docs/retry.md: "Only a retry
  *    reads it"): a new execution never does.
@@ -87,6 +90,12 @@ export interface Attempt {
 	 * same way", one wave of lanes).
 	 */
 	claimedAtKill: number;
+	/**
+	 * Killed after the node had finished, before n8n saved the execution: n8n tells a node nothing
+	 * of its save, so the node took its answers as delivered (docs/retry.md, "What n8n gives no
+	 * guarantee for").
+	 */
+	unsaved?: boolean;
 }
 
 export interface Request {
@@ -224,14 +233,27 @@ function unaccounted(world: World, turn: Turn, delivered: Set<string>): boolean 
 	if (delivered.has(turn.id)) return false;
 	const running = payers(world, turn);
 	if (!running.length || running.some((attempt) => attempt.outcome !== 'killed')) return false;
+	// Killed once the node had its answer and finished, before n8n saved: the key was answered, so
+	// it is used (docs/retry.md: "a key whose send was answered `idempotency_key_used`"), and n8n
+	// gives a node no word of whether its output was saved ("What n8n gives no guarantee for").
+	if (running.every((attempt) => attempt.unsaved)) return false;
 	const { product, family } = parsePrompt(turn.prompt);
 	return !world.attempts.some(
 		(attempt) =>
 			attempt.family === family &&
-			attempt.reports.some(
+			(attempt.reports.some(
 				(report) =>
 					report.charge === MAYBE && attempt.runs[report.run]?.[report.item]?.product === product,
-			),
+			) ||
+				// A retry with Resend Uncertain Generations, started after the turn was paid, is the
+				// user's word that they looked: docs/retry.md, "look at the session the error names (or
+				// the newest API generation session) on the website. If the generation is not there,
+				// turn the option on … If it is there, it was charged" (the README: "check its session,
+				// then Resend Uncertain Generations sends it").
+				(attempt.resend &&
+					attempt.kind !== 'new' &&
+					attempt.window.turnsBefore.has(turn.id) &&
+					attempt.runs.some((rows) => rows.some((row) => row.product === product)))),
 	);
 }
 
@@ -284,7 +306,9 @@ export function broken(world: World): string[] {
 				const left = world.requests.some(
 					(request) =>
 						request.seq <= attempt.window.toSeq &&
-						(report.code === 'idempotency_key_used'
+						// A keyed row: its key's send by any execution (docs/retry.md: "a later run that finds
+						// it open reports `interrupted_send`").
+						(keyed(row.product)
 							? parsePrompt(request.prompt).product === row.product
 							: request.prompt === prompt &&
 								(request.account === account || report.code === 'other_key')),

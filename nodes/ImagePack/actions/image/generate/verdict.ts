@@ -187,7 +187,7 @@ export function notSentError(
 		other_key: () =>
 			`Not sent again: an earlier try made this generation under another API key, and the account behind this key could not be confirmed as the same (${(why as { reason: string }).reason}), so neither its images are returned nor is it paid for again; look in ${where} on the website`,
 		idempotency_key_used: () =>
-			`Not sent: the Idempotency Key "${item.idempotencyKey.slice(0, 80)}" was already used by this node (by this or an earlier execution), and a used key is never sent again`,
+			`Not sent: the Idempotency Key "${item.idempotencyKey.slice(0, 80)}" was already used by this node (by this or an earlier execution), and a used key is never sent again; its images are in the output of the execution that used it, or, if n8n stopped that execution before saving it, in the account's sessions titled "API generation"`,
 	}[why.code]();
 	const keyUsed = why.code === 'idempotency_key_used';
 	const charge: ChargeOutcome = keyUsed ? 'not_sent' : 'may_have_been_charged';
