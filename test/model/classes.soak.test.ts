@@ -162,4 +162,29 @@ describe('issue 49', () => {
 			),
 		]);
 	});
+
+	it("(seed 7 on the fixes) twin keyed rows retried with Resend after a kill that left both rows' sends recorded: one resend of the key, not two (and a resend landing after another execution's clearing is allowed there)", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				spec([['k0/A'], ['p0/A', 'k1/B', 'k1/A', 'p0/A']], {
+					concurrency: 8,
+					tries: 2,
+					clear: true,
+					credential: 'perItem',
+				}),
+				[],
+				{ kind: 'killBefore', at: 9 },
+			),
+			new RetryAfterKill(
+				0,
+				{ ...retry, edit: { resend: true, clear: false, credential: 'perItem' } },
+				[],
+				{
+					kind: 'pause',
+					at: 3,
+					other: spec([['k0/B', 'p0/A', 'k1/B']], { clear: true }),
+				},
+			),
+		]);
+	});
 });

@@ -501,12 +501,18 @@ export class System {
 			account: entry.accountId ? this.accounts.get(entry.accountId) : undefined,
 		}));
 		const caps: Caps = this.caps === 'scaled' ? SCALED_CAPS : REAL_CAPS;
-		const found = broken({
-			attempts: this.attempts,
-			requests,
-			turns: await this.paidTurns(),
-			caps,
-		});
+		const turns = await this.paidTurns();
+		if (process.env.MODEL_TRACE) {
+			for (const a of this.attempts) {
+				const paid = turns.filter(
+					(t) => !a.window.turnsBefore.has(t.id) && a.window.turnsAfter.has(t.id),
+				);
+				console.log(
+					`#${a.id} ${a.kind} of #${a.family} ${a.outcome}: paid ${paid.map((t) => `${t.prompt}/${t.account}`).join(', ')}; reports ${a.reports.map((r) => `${r.run}.${r.item} ${r.ok ? 'ok' : `${r.code}/${r.charge}`}`).join(', ')}`,
+				);
+			}
+		}
+		const found = broken({ attempts: this.attempts, requests, turns, caps });
 		// MODEL_WITHOUT=cost: rule 5 (what a new execution reads) left out, to look past it.
 		return without.has('cost')
 			? found.filter((text) => !text.startsWith('a new execution asked'))

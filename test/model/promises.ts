@@ -192,9 +192,21 @@ function keyEpochs(world: World, key: string): Array<{ paid: Turn[]; allowed: nu
 	for (const turn of world.turns) {
 		if (parsePrompt(turn.prompt).product === key) epochs[epochOf(turn)].paid.push(turn);
 	}
-	for (const attempt of world.attempts) {
-		if (!(attempt.resend && attempt.kind !== 'new' && has(attempt))) continue;
-		epochs[count(clearing, (a) => a.id <= attempt.id)].allowed++;
+	// A resend pays once more in the epoch its turn lands in, which another execution's clearing may
+	// have opened while it ran (docs/retry.md: "A resend's key is the uncertain send's own"): each
+	// retry with Resend Uncertain Generations allows one more turn of the key, paid while it ran.
+	const resends = world.attempts.filter(
+		(attempt) => attempt.resend && attempt.kind !== 'new' && has(attempt),
+	);
+	const ran = (attempt: Attempt, turn: Turn) =>
+		!attempt.window.turnsBefore.has(turn.id) && attempt.window.turnsAfter.has(turn.id);
+	for (const epoch of epochs) {
+		for (const turn of [...epoch.paid].reverse().slice(0, -1)) {
+			const resend = resends.findIndex((attempt) => ran(attempt, turn));
+			if (resend < 0) continue;
+			resends.splice(resend, 1);
+			epoch.allowed++;
+		}
 	}
 	return epochs;
 }

@@ -38,6 +38,8 @@ export interface Recorded {
 	key: boolean;
 	keyOpen?: boolean;
 	keyCleared?: boolean;
+	/** With Resend Uncertain Generations: the key claimed before by this execution (a twin row). */
+	keyResent?: boolean;
 }
 
 export interface Facts {
@@ -140,6 +142,9 @@ export function verdict(facts: Facts): Verdict {
 	const resending =
 		(claim === 'again' && facts.memo?.kind !== 'refused') ||
 		(claim === 'fresh' && sent && facts.resendUncertain);
+	// Two rows with one key: the second is not sent, even on the user's word (each row's resend would
+	// pay the key again).
+	if (resending && recorded.keyResent) return notSent({ code: 'idempotency_key_used' });
 	// A resend is made once per saved record; what another retry sent after a refusal, or an attempt
 	// n8n did not finish, is sent again only on the user's word (Resend Uncertain Generations).
 	if (resending && again) return notSent({ code: 'interrupted_send', by: 'resend' });
