@@ -187,4 +187,22 @@ describe('issue 49', () => {
 			),
 		]);
 	});
+
+	it("(seed 22 on the fixes, n8n's window) a key answered, n8n stopped in a later try before saving: the next run's idempotency_key_used is allowed", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['k0/B', 'k1/B', 'k0/B']], { tries: 3, credential: 'perItem' }), [], {
+				kind: 'killBefore',
+				at: 10,
+			}),
+			new NewExecution(
+				spec([['k0/B', 'p1/B', 'k0/A', 'k0/A'], ['k0/B']], {
+					concurrency: 8,
+					tries: 2,
+					onError: 'errorOutput',
+					credential: 'perItem',
+				}),
+				[{ product: 'p0', kind: 'refund500', skip: 0 }],
+			),
+		]);
+	});
 });

@@ -115,6 +115,8 @@ const dead = new Set<number>();
 const sendsAsked = new Map<number, number>();
 /** Per killed execution: the sends its last claim call wrote, which the kill kept from leaving. */
 const claimedAtKill = new Map<number, number>();
+/** Per execution: the Idempotency Keys whose answer it had taken (their open mark taken out). */
+const keysAnswered = new Map<number, Set<string>>();
 
 async function storeHook(call: StoreCall, phase: 'before' | 'after'): Promise<void> {
 	const id = running.getStore();
@@ -127,6 +129,12 @@ async function storeHook(call: StoreCall, phase: 'before' | 'after'): Promise<vo
 		numbered.set(call, n);
 		if (call.kind === 'remove' && call.scope === 'node')
 			sendsAsked.set(id, (sendsAsked.get(id) ?? 0) + 1);
+		if (call.kind === 'remove' && call.scope === 'workflow') {
+			const keys = keysAnswered.get(id) ?? new Set<string>();
+			for (const value of call.values)
+				if (value.startsWith('open ')) keys.add(value.split(' ').at(-1)!);
+			keysAnswered.set(id, keys);
+		}
 		if (process.env.MODEL_TRACE) {
 			console.log(
 				`#${id} store call ${n}: ${call.kind} ${call.scope} ${call.values.join(' | ').slice(0, 160)}`,
@@ -393,6 +401,7 @@ export class System {
 			| 'sendsAsked'
 			| 'claimedAtKill'
 			| 'unsaved'
+			| 'keysAnswered'
 		> & {
 			family?: number;
 		},
@@ -472,6 +481,7 @@ export class System {
 			sendsAsked: sendsAsked.get(id) ?? 0,
 			claimedAtKill: claimedAtKill.get(id) ?? 0,
 			unsaved,
+			keysAnswered: [...(keysAnswered.get(id) ?? [])],
 		};
 		if (attempt.outcome === 'killed') {
 			this.killed.set(id, started);

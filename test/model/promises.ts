@@ -27,7 +27,8 @@
  * 3. `idempotency_key_used` with charge `not_sent` never stands for a key whose paid generation
  *    nobody was told of (not delivered, not in a failed execution, not reported maybe charged, not
  *    retried since with Resend Uncertain Generations: the user's word that they looked), unless
- *    n8n was killed after the node finished and before it saved (n8n says nothing of its save);
+ *    n8n was killed after the node had the key's answer and before it saved the execution (n8n
+ *    says nothing of its save);
  * 4. every paid turn is on the account of a row of its family's execution running then;
  * 5. (what it costs) only a retry asks the node's row of paid sends (docs/retry.md: "Only a retry
  *    reads it"): a new execution never does.
@@ -96,6 +97,8 @@ export interface Attempt {
 	 * guarantee for").
 	 */
 	unsaved?: boolean;
+	/** The Idempotency Keys whose send's answer the node had taken before n8n stopped. */
+	keysAnswered?: string[];
 }
 
 export interface Request {
@@ -248,7 +251,11 @@ function unaccounted(world: World, turn: Turn, delivered: Set<string>): boolean 
 	// Killed once the node had its answer and finished, before n8n saved: the key was answered, so
 	// it is used (docs/retry.md: "a key whose send was answered `idempotency_key_used`"), and n8n
 	// gives a node no word of whether its output was saved ("What n8n gives no guarantee for").
-	if (running.every((attempt) => attempt.unsaved)) return false;
+	// The same once the node had the key's answer, a later item or try still running when n8n stopped.
+	const { product: key } = parsePrompt(turn.prompt);
+	if (running.every((attempt) => attempt.unsaved || attempt.keysAnswered?.includes(key))) {
+		return false;
+	}
 	const { product, family } = parsePrompt(turn.prompt);
 	return !world.attempts.some(
 		(attempt) =>
