@@ -205,4 +205,11 @@ describe('issue 49', () => {
 			),
 		]);
 	});
+
+	it('(seed 49 after the resend mark) an agent call with a key killed, retried with Resend: one resend allowed', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['k1/A']], { asTool: true }), [], { kind: 'kill', at: 3 }),
+			new RetryAfterKill(0, { ...retry, edit: { resend: true } }, []),
+		]);
+	});
 });

@@ -123,7 +123,7 @@ export interface Caps {
 export interface World {
 	attempts: Attempt[];
 	requests: Request[];
-	/** Paid turns (charged > 0), in creation order. */
+	/** Paid turns (charged > 0), in no particular order (their ids are random). */
 	turns: Turn[];
 	caps: Caps;
 }
@@ -204,7 +204,8 @@ function keyEpochs(world: World, key: string): Array<{ paid: Turn[]; allowed: nu
 	const ran = (attempt: Attempt, turn: Turn) =>
 		!attempt.window.turnsBefore.has(turn.id) && attempt.window.turnsAfter.has(turn.id);
 	for (const epoch of epochs) {
-		for (const turn of [...epoch.paid].reverse().slice(0, -1)) {
+		for (const turn of epoch.paid) {
+			if (epoch.allowed >= epoch.paid.length) break;
 			const resend = resends.findIndex((attempt) => ran(attempt, turn));
 			if (resend < 0) continue;
 			resends.splice(resend, 1);
