@@ -212,4 +212,12 @@ describe('issue 49', () => {
 			new RetryAfterKill(0, { ...retry, edit: { resend: true } }, []),
 		]);
 	});
+
+	it("(seed 49, n8n's window) a retry killed between its asking's record and its taking out: the next retry's interrupted_send is allowed", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['p0/A']], { clear: true }), [], { kind: 'killBefore', at: 3 }),
+			new RetryAfterKill(0, { ...retry, reorder: true }, [], { kind: 'kill', at: 2 }),
+			new RetryAfterKill(0, { ...retry, reorder: true }, []),
+		]);
+	});
 });

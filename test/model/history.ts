@@ -155,9 +155,14 @@ async function storeHook(call: StoreCall, phase: 'before' | 'after'): Promise<vo
 	if (!plan || !('at' in plan.interrupt) || n !== plan.interrupt.at) return;
 	if (plan.interrupt.kind === 'kill') {
 		dead.add(id);
-		// Claims written by the call the kill follows: their sends never left (docs/retry.md).
-		const claims = call.scope === 'workflow' && call.kind === 'record';
-		claimedAtKill.set(id, claims ? call.values.filter((value) => / send /.test(value)).length : 0);
+		// Claims written by the call the kill follows: their sends never left (docs/retry.md). And a
+		// retry's asking of the sends' row, killed between its record and its taking out: the values
+		// it asked stay recorded (docs/retry.md: "n8n killed in the instant between"; a group move's
+		// write, real sends, is counted too: a wider allowance, never a narrower one).
+		const claims =
+			call.kind === 'record' &&
+			(call.scope === 'workflow' || call.values.some((value) => value.startsWith('send ')));
+		claimedAtKill.set(id, claims ? call.values.filter((value) => /(^| )send /.test(value)).length : 0);
 		plan.reached();
 		return await never();
 	}

@@ -23,7 +23,8 @@
  * 2. an item reported `may_have_been_charged` (e.g. `interrupted_send`) had a request for its ask
  *    on its account before (for `other_key` under any account; a keyed row: for its key, by any
  *    execution),
- *    except, per family, as many asks as a kill stopped between their claim's write and their send;
+ *    except, per family, as many asks as a kill stopped between their claim's write and their send,
+ *    or between a retry's asking of the sends' row and its taking out;
  * 3. `idempotency_key_used` with charge `not_sent` never stands for a key whose paid generation
  *    nobody was told of (not delivered, not in a failed execution, not reported maybe charged, not
  *    retried since with Resend Uncertain Generations: the user's word that they looked), unless
