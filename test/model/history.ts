@@ -162,7 +162,10 @@ async function storeHook(call: StoreCall, phase: 'before' | 'after'): Promise<vo
 		const claims =
 			call.kind === 'record' &&
 			(call.scope === 'workflow' || call.values.some((value) => value.startsWith('send ')));
-		claimedAtKill.set(id, claims ? call.values.filter((value) => /(^| )send /.test(value)).length : 0);
+		claimedAtKill.set(
+			id,
+			claims ? call.values.filter((value) => /(^| )send /.test(value)).length : 0,
+		);
 		plan.reached();
 		return await never();
 	}

@@ -193,8 +193,25 @@ function keyEpochs(world: World, key: string): Array<{ paid: Turn[]; allowed: nu
 		paid: [] as Turn[],
 		allowed: 1,
 	}));
+	// A clearing execution clears at its first claim of the key, not at its start (docs/retry.md:
+	// "the run's first item with that key is sent"): a turn another execution paid while a clearing
+	// one ran (a pause, a hold) may be before or after that claim, so it goes to the earliest epoch
+	// with room among those it may be in; the clearing execution's own turns are in its epoch.
+	const ran = (attempt: Attempt, turn: Turn) =>
+		!attempt.window.turnsBefore.has(turn.id) && attempt.window.turnsAfter.has(turn.id);
+	const flexible: Array<{ turn: Turn; from: number; to: number }> = [];
 	for (const turn of world.turns) {
-		if (parsePrompt(turn.prompt).product === key) epochs[epochOf(turn)].paid.push(turn);
+		if (parsePrompt(turn.prompt).product !== key) continue;
+		const to = epochOf(turn);
+		const from = count(clearing, (a) => !a.window.turnsAfter.has(turn.id));
+		// Its payer: the innermost execution running then (one run inside another has a later id).
+		const payer = world.attempts.filter((a) => ran(a, turn)).sort((a, b) => b.id - a.id)[0];
+		if (from === to || clearing.includes(payer)) epochs[to].paid.push(turn);
+		else flexible.push({ turn, from, to });
+	}
+	for (const { turn, from, to } of flexible) {
+		const room = epochs.slice(from, to + 1).findIndex((epoch) => epoch.paid.length < epoch.allowed);
+		epochs[room < 0 ? to : from + room].paid.push(turn);
 	}
 	// A resend pays once more in the epoch its turn lands in, which another execution's clearing may
 	// have opened while it ran (docs/retry.md: "A resend's key is the uncertain send's own"): each
@@ -202,8 +219,6 @@ function keyEpochs(world: World, key: string): Array<{ paid: Turn[]; allowed: nu
 	const resends = world.attempts.filter(
 		(attempt) => attempt.resend && attempt.kind !== 'new' && has(attempt),
 	);
-	const ran = (attempt: Attempt, turn: Turn) =>
-		!attempt.window.turnsBefore.has(turn.id) && attempt.window.turnsAfter.has(turn.id);
 	for (const epoch of epochs) {
 		for (const turn of epoch.paid) {
 			if (epoch.allowed >= epoch.paid.length) break;
