@@ -251,4 +251,14 @@ describe('issue 49', () => {
 			),
 		]);
 	});
+
+	it("(seed 49, history 18) another process finds an agent call's key open while this one is between its claim and its send: interrupted_send, the key sent just after", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				spec([['p0/A'], ['k0/A']], { tries: 2, asTool: true }),
+				[{ product: 'p0', kind: 'refund500', skip: 0 }],
+				{ kind: 'pause', at: 5, other: spec([['k0/A']], { asTool: true }) },
+			),
+		]);
+	});
 });

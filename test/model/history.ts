@@ -53,6 +53,9 @@ import {
 
 // What a command says.
 
+export type OnError = 'stop' | 'errorOutput' | 'continue';
+const onErrorArb = fc.constantFrom<OnError>('stop', 'errorOutput', 'continue');
+
 export type FaultKind = 'refund500' | 'resetAfter' | 'credits402';
 /** An emulator fault on the next request(s) of a product: a refunded 500, a reset after charging, a 402. */
 export interface Fault {
@@ -67,8 +70,11 @@ export interface RunSpec {
 	concurrency: 1 | 8;
 	/** Retry On Fail with this many tries. */
 	tries?: 2 | 3;
-	/** On Error: Stop Workflow, or Continue (using error output). */
-	onError: 'stop' | 'errorOutput';
+	/**
+	 * On Error: Stop Workflow, Continue (using error output), or Continue (Continue On Fail: the
+	 * error in the regular output, where n8n's Retry On Fail tries again when item 0 failed).
+	 */
+	onError: OnError;
 	clear: boolean;
 	resend: boolean;
 	credential: 'fixed' | 'perItem';
@@ -94,7 +100,7 @@ export interface Edit {
 	resend?: boolean;
 	clear?: boolean;
 	credential?: 'fixed' | 'perItem';
-	onError?: 'stop' | 'errorOutput';
+	onError?: OnError;
 }
 
 // The store scheduler: each store call of an execution is numbered; an interrupt acts at one.
@@ -370,6 +376,7 @@ export class System {
 			credentials: this.credentials(spec.credential),
 			runs: spec.runs.map((rows) => this.items(rows, spec.asTool, family)),
 			errorOutput: !spec.asTool && spec.onError === 'errorOutput',
+			continueOnFail: !spec.asTool && spec.onError === 'continue',
 			maxTries: spec.tries,
 			asTool: spec.asTool,
 		};
@@ -700,6 +707,7 @@ export class RetryExecution implements Command {
 					{
 						credentials: system.credentialsFor(spec.credential),
 						errorOutput: !spec.asTool && spec.onError === 'errorOutput',
+						continueOnFail: !spec.asTool && spec.onError === 'continue',
 					},
 				] as const)
 			: ([undefined, {}] as const);
@@ -764,9 +772,10 @@ const specArb: fc.Arbitrary<RunSpec> = fc
 			maxLength: 3,
 		}),
 		calls: fc.array(rowArb, { minLength: 1, maxLength: 3 }),
+		twin: fc.boolean(),
 		concurrency: fc.constantFrom<1 | 8>(1, 8),
 		tries: fc.option(fc.constantFrom<2 | 3>(2, 3), { nil: undefined }),
-		onError: fc.constantFrom<'stop' | 'errorOutput'>('stop', 'errorOutput'),
+		onError: onErrorArb,
 		clear: unless('clear', fc.boolean(), false),
 		resend: fc.constant(false),
 		credential: unless(
@@ -775,24 +784,38 @@ const specArb: fc.Arbitrary<RunSpec> = fc
 			'fixed',
 		),
 	})
-	.map(({ batches, calls, asTool, ...rest }) => ({
+	.map(({ batches, calls, asTool, twin, ...rest }) => ({
 		...rest,
 		asTool,
-		runs: asTool ? calls.map((row) => [row]) : batches,
+		// A twin: the first row again at the end of its batch (two rows, one key or one ask).
+		runs: asTool
+			? calls.map((row) => [row])
+			: batches.map((rows, index) => (twin && index === 0 ? [...rows, rows[0]] : rows)),
 	}));
 
 const faultsArb: fc.Arbitrary<Fault[]> = unless(
 	'faults',
 	fc.array(
+		// Keyed products and refusals weigh more: a refused keyed row retried (its key let go, and
+		// used by a twin or another execution meanwhile) is where keys meet retries.
 		fc.record({
-			product: fc.constantFrom(...PRODUCTS),
-			kind: fc.constantFrom<FaultKind>('refund500', 'resetAfter', 'credits402'),
+			product: fc.constantFrom(...PRODUCTS, ...PRODUCTS.filter(keyed)),
+			kind: fc.constantFrom<FaultKind>('refund500', 'refund500', 'resetAfter', 'credits402'),
 			skip: fc.nat(1),
 		}),
 		{ maxLength: 2 },
 	),
 	[],
 );
+
+/**
+ * Half the new executions refuse their first row's first request (a refunded 500): with Retry On
+ * Fail, Continue and a twin row, the refused row's next try meets its key used by the twin.
+ */
+function aimed(spec: RunSpec, faults: Fault[]): Fault[] {
+	if (without.has('faults')) return faults;
+	return [{ product: spec.runs[0][0].product, kind: 'refund500', skip: 0 }, ...faults.slice(1)];
+}
 
 const storeCall = fc.integer({ min: 1, max: 14 });
 const interrupts: Array<fc.WeightedArbitrary<Interrupt>> = [
@@ -840,15 +863,18 @@ const editArb: fc.Arbitrary<Edit> = fc.record(
 			fc.constantFrom<'fixed' | 'perItem'>('fixed', 'perItem'),
 			'fixed',
 		),
-		onError: fc.constantFrom<'stop' | 'errorOutput'>('stop', 'errorOutput'),
+		onError: onErrorArb,
 	},
 	{ requiredKeys: [] },
 );
 
 const commands: Array<fc.Arbitrary<Command>> = [
 	fc
-		.tuple(specArb, faultsArb, interruptArb)
-		.map(([spec, faults, interrupt]) => new NewExecution(spec, faults, interrupt)),
+		.tuple(specArb, faultsArb, interruptArb, fc.boolean())
+		.map(
+			([spec, faults, interrupt, aim]) =>
+				new NewExecution(spec, aim ? aimed(spec, faults) : faults, interrupt),
+		),
 	fc
 		.tuple(
 			fc.nat(9),

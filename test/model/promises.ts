@@ -339,15 +339,15 @@ export function broken(world: World): string[] {
 			const where = `${row.product} on ${account} in execution #${attempt.id} (${attempt.kind} of #${attempt.family})`;
 			// 2. Nothing refused that never left: a request for the ask, in its family, before.
 			if (report.charge === MAYBE) {
-				const left = world.requests.some(
-					(request) =>
-						request.seq <= attempt.window.toSeq &&
-						// A keyed row: its key's send by any execution (docs/retry.md: "a later run that finds
-						// it open reports `interrupted_send`").
-						(keyed(row.product)
-							? parsePrompt(request.prompt).product === row.product
-							: request.prompt === prompt &&
-								(request.account === account || report.code === 'other_key')),
+				const left = world.requests.some((request) =>
+					// A keyed row: its key's send by any execution (docs/retry.md: "a later run that finds
+					// it open reports `interrupted_send`"), also one sent just after: another n8n process
+					// (a queue-mode worker) had claimed the key and not sent it yet.
+					keyed(row.product)
+						? parsePrompt(request.prompt).product === row.product
+						: request.seq <= attempt.window.toSeq &&
+							request.prompt === prompt &&
+							(request.account === account || report.code === 'other_key'),
 				);
 				if (!left)
 					neverLeft.push({
