@@ -21,10 +21,15 @@
  *    record retried with Resend Uncertain Generations; per key: once per epoch (an execution with
  *    Clear Idempotency Key opens one: not its tries or batches), plus resends;
  * 2. an item reported `may_have_been_charged` (e.g. `interrupted_send`) had a request for its ask
- *    on its account before (for `other_key` under any account; `idempotency_key_used`: for its key),
- *    except, per family, as many asks as a kill stopped between their claim's write and their send;
+ *    on its account before (for `other_key` under any account; a keyed row: for its key, by any
+ *    execution),
+ *    except, per family, as many asks as a kill stopped between their claim's write and their send,
+ *    or between a retry's asking of the sends' row and its taking out;
  * 3. `idempotency_key_used` with charge `not_sent` never stands for a key whose paid generation
- *    nobody was told of (not delivered, not in a failed execution, not reported maybe charged);
+ *    nobody was told of (not delivered, not in a failed execution, not reported maybe charged, not
+ *    retried since with Resend Uncertain Generations: the user's word that they looked), unless
+ *    n8n was killed after the node had the key's answer and before it saved the execution (n8n
+ *    says nothing of its save);
  * 4. every paid turn is on the account of a row of its family's execution running then;
  * 5. (what it costs) only a retry asks the node's row of paid sends (docs/retry.md: "Only a retry
  *    reads it"): a new execution never does.
@@ -87,6 +92,14 @@ export interface Attempt {
 	 * same way", one wave of lanes).
 	 */
 	claimedAtKill: number;
+	/**
+	 * Killed after the node had finished, before n8n saved the execution: n8n tells a node nothing
+	 * of its save, so the node took its answers as delivered (docs/retry.md, "What n8n gives no
+	 * guarantee for").
+	 */
+	unsaved?: boolean;
+	/** The Idempotency Keys whose send's answer the node had taken before n8n stopped. */
+	keysAnswered?: string[];
 }
 
 export interface Request {
@@ -111,7 +124,7 @@ export interface Caps {
 export interface World {
 	attempts: Attempt[];
 	requests: Request[];
-	/** Paid turns (charged > 0), in creation order. */
+	/** Paid turns (charged > 0), in no particular order (their ids are random). */
 	turns: Turn[];
 	caps: Caps;
 }
@@ -180,12 +193,40 @@ function keyEpochs(world: World, key: string): Array<{ paid: Turn[]; allowed: nu
 		paid: [] as Turn[],
 		allowed: 1,
 	}));
+	// A clearing execution clears at its first claim of the key, not at its start (docs/retry.md:
+	// "the run's first item with that key is sent"): a turn another execution paid while a clearing
+	// one ran (a pause, a hold) may be before or after that claim, so it goes to the earliest epoch
+	// with room among those it may be in; the clearing execution's own turns are in its epoch.
+	const ran = (attempt: Attempt, turn: Turn) =>
+		!attempt.window.turnsBefore.has(turn.id) && attempt.window.turnsAfter.has(turn.id);
+	const flexible: Array<{ turn: Turn; from: number; to: number }> = [];
 	for (const turn of world.turns) {
-		if (parsePrompt(turn.prompt).product === key) epochs[epochOf(turn)].paid.push(turn);
+		if (parsePrompt(turn.prompt).product !== key) continue;
+		const to = epochOf(turn);
+		const from = count(clearing, (a) => !a.window.turnsAfter.has(turn.id));
+		// Its payer: the innermost execution running then (one run inside another has a later id).
+		const payer = world.attempts.filter((a) => ran(a, turn)).sort((a, b) => b.id - a.id)[0];
+		if (from === to || clearing.includes(payer)) epochs[to].paid.push(turn);
+		else flexible.push({ turn, from, to });
 	}
-	for (const attempt of world.attempts) {
-		if (!(attempt.resend && attempt.kind !== 'new' && has(attempt))) continue;
-		epochs[count(clearing, (a) => a.id <= attempt.id)].allowed++;
+	for (const { turn, from, to } of flexible) {
+		const room = epochs.slice(from, to + 1).findIndex((epoch) => epoch.paid.length < epoch.allowed);
+		epochs[room < 0 ? to : from + room].paid.push(turn);
+	}
+	// A resend pays once more in the epoch its turn lands in, which another execution's clearing may
+	// have opened while it ran (docs/retry.md: "A resend's key is the uncertain send's own"): each
+	// retry with Resend Uncertain Generations allows one more turn of the key, paid while it ran.
+	const resends = world.attempts.filter(
+		(attempt) => attempt.resend && attempt.kind !== 'new' && has(attempt),
+	);
+	for (const epoch of epochs) {
+		for (const turn of epoch.paid) {
+			if (epoch.allowed >= epoch.paid.length) break;
+			const resend = resends.findIndex((attempt) => ran(attempt, turn));
+			if (resend < 0) continue;
+			resends.splice(resend, 1);
+			epoch.allowed++;
+		}
 	}
 	return epochs;
 }
@@ -224,14 +265,31 @@ function unaccounted(world: World, turn: Turn, delivered: Set<string>): boolean 
 	if (delivered.has(turn.id)) return false;
 	const running = payers(world, turn);
 	if (!running.length || running.some((attempt) => attempt.outcome !== 'killed')) return false;
+	// Killed once the node had its answer and finished, before n8n saved: the key was answered, so
+	// it is used (docs/retry.md: "a key whose send was answered `idempotency_key_used`"), and n8n
+	// gives a node no word of whether its output was saved ("What n8n gives no guarantee for").
+	// The same once the node had the key's answer, a later item or try still running when n8n stopped.
+	const { product: key } = parsePrompt(turn.prompt);
+	if (running.every((attempt) => attempt.unsaved || attempt.keysAnswered?.includes(key))) {
+		return false;
+	}
 	const { product, family } = parsePrompt(turn.prompt);
 	return !world.attempts.some(
 		(attempt) =>
 			attempt.family === family &&
-			attempt.reports.some(
+			(attempt.reports.some(
 				(report) =>
 					report.charge === MAYBE && attempt.runs[report.run]?.[report.item]?.product === product,
-			),
+			) ||
+				// A retry with Resend Uncertain Generations, started after the turn was paid, is the
+				// user's word that they looked: docs/retry.md, "look at the session the error names (or
+				// the newest API generation session) on the website. If the generation is not there,
+				// turn the option on … If it is there, it was charged" (the README: "check its session,
+				// then Resend Uncertain Generations sends it").
+				(attempt.resend &&
+					attempt.kind !== 'new' &&
+					attempt.window.turnsBefore.has(turn.id) &&
+					attempt.runs.some((rows) => rows.some((row) => row.product === product)))),
 	);
 }
 
@@ -281,13 +339,15 @@ export function broken(world: World): string[] {
 			const where = `${row.product} on ${account} in execution #${attempt.id} (${attempt.kind} of #${attempt.family})`;
 			// 2. Nothing refused that never left: a request for the ask, in its family, before.
 			if (report.charge === MAYBE) {
-				const left = world.requests.some(
-					(request) =>
-						request.seq <= attempt.window.toSeq &&
-						(report.code === 'idempotency_key_used'
-							? parsePrompt(request.prompt).product === row.product
-							: request.prompt === prompt &&
-								(request.account === account || report.code === 'other_key')),
+				const left = world.requests.some((request) =>
+					// A keyed row: its key's send by any execution (docs/retry.md: "a later run that finds
+					// it open reports `interrupted_send`"), also one sent just after: another n8n process
+					// (a queue-mode worker) had claimed the key and not sent it yet.
+					keyed(row.product)
+						? parsePrompt(request.prompt).product === row.product
+						: request.seq <= attempt.window.toSeq &&
+							request.prompt === prompt &&
+							(request.account === account || report.code === 'other_key'),
 				);
 				if (!left)
 					neverLeft.push({

@@ -92,6 +92,11 @@ describe('verdict', () => {
 			'send fresh',
 		],
 		[
+			'…the same, its key claimed before by a twin row of this execution (Resend on): not sent',
+			{ resendUncertain: true, recorded: { ...none, sent: true, key: true, keyResent: true } },
+			'not sent: idempotency_key_used',
+		],
+		[
 			'a key whose send got no answer (n8n stopped): reported, never called free',
 			{ recorded: { ...none, key: true, keyOpen: true } },
 			'not sent: interrupted_send (key)',

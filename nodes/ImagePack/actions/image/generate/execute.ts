@@ -76,9 +76,14 @@ interface Item extends ItemRun {
  * The values a claim records (durable.ts `ClaimValues`): the run's send, a tool call's windows, or
  * a send again; the Idempotency Key with its open mark, and Clear's mark of the key for this run.
  */
-function claimValues({ identity, memo, plan, record }: Item, claim: Claim) {
+function claimValues({ identity, memo, plan, record }: Item, claim: Claim, executionId: string) {
 	const again = claim === 'again' ? againValue(identity, memo!.executionId) : undefined;
 	const clearing = plan.options.clearIdempotencyKey ? [identity.keyCleared] : [];
+	// With Resend Uncertain Generations: the key claimed by this execution, so that of two rows with
+	// one key the second is not sent, a resend or not (verdict.ts `keyResent`).
+	if (plan.options.resendUncertain && identity.key) {
+		clearing.push(`resend ${executionId} ${identity.key}`);
+	}
 	const sending = !again && record === 'run';
 	return {
 		send: sending ? identity.send : undefined,
@@ -91,7 +96,7 @@ function claimValues({ identity, memo, plan, record }: Item, claim: Claim) {
 
 /** Writes the item's claim, and says what was recorded before it; nothing is sent without it. */
 async function claimSend(run: Run, item: Item, claim: Claim): Promise<[Claimed?, Recorded?]> {
-	const { send, witness, again, windows, key } = claimValues(item, claim);
+	const { send, witness, again, windows, key } = claimValues(item, claim, run.memory.executionId);
 	// A retry's one read of the sends' row already says this left: reported with no store call.
 	const known = [send, run.cutOff ? witness : undefined].some(
 		(value) => value !== undefined && run.durable.sentBefore(value),
@@ -123,6 +128,7 @@ async function claimSend(run: Run, item: Item, claim: Claim): Promise<[Claimed?,
 		key: found(identity.key || undefined),
 		keyOpen: found(identity.keyOpen || undefined),
 		keyCleared: found(identity.keyCleared || undefined),
+		keyResent: found(key.find((value) => value.startsWith('resend '))),
 	};
 	return [claimed, recorded];
 }

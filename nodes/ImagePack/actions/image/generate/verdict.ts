@@ -38,6 +38,8 @@ export interface Recorded {
 	key: boolean;
 	keyOpen?: boolean;
 	keyCleared?: boolean;
+	/** With Resend Uncertain Generations: the key claimed before by this execution (a twin row). */
+	keyResent?: boolean;
 }
 
 export interface Facts {
@@ -140,6 +142,9 @@ export function verdict(facts: Facts): Verdict {
 	const resending =
 		(claim === 'again' && facts.memo?.kind !== 'refused') ||
 		(claim === 'fresh' && sent && facts.resendUncertain);
+	// Two rows with one key: the second is not sent, even on the user's word (each row's resend would
+	// pay the key again).
+	if (resending && recorded.keyResent) return notSent({ code: 'idempotency_key_used' });
 	// A resend is made once per saved record; what another retry sent after a refusal, or an attempt
 	// n8n did not finish, is sent again only on the user's word (Resend Uncertain Generations).
 	if (resending && again) return notSent({ code: 'interrupted_send', by: 'resend' });
@@ -187,7 +192,7 @@ export function notSentError(
 		other_key: () =>
 			`Not sent again: an earlier try made this generation under another API key, and the account behind this key could not be confirmed as the same (${(why as { reason: string }).reason}), so neither its images are returned nor is it paid for again; look in ${where} on the website`,
 		idempotency_key_used: () =>
-			`Not sent: the Idempotency Key "${item.idempotencyKey.slice(0, 80)}" was already used by this node (by this or an earlier execution), and a used key is never sent again`,
+			`Not sent: the Idempotency Key "${item.idempotencyKey.slice(0, 80)}" was already used by this node (by this or an earlier execution), and a used key is never sent again; its images are in the output of the execution that used it, or, if n8n stopped that execution before saving it, in the account's sessions titled "API generation"`,
 	}[why.code]();
 	const keyUsed = why.code === 'idempotency_key_used';
 	const charge: ChargeOutcome = keyUsed ? 'not_sent' : 'may_have_been_charged';
