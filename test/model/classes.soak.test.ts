@@ -261,4 +261,14 @@ describe('issue 49', () => {
 			),
 		]);
 	});
+
+	it('(seed 49, history 41) a key claimed, another process clears and sends it, then this one sends: one turn per epoch', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['k1/A']]), [], {
+				kind: 'pause',
+				at: 3,
+				other: spec([['k1/A']], { clear: true }),
+			}),
+		]);
+	});
 });

@@ -195,18 +195,23 @@ function keyEpochs(world: World, key: string): Array<{ paid: Turn[]; allowed: nu
 	}));
 	// A clearing execution clears at its first claim of the key, not at its start (docs/retry.md:
 	// "the run's first item with that key is sent"): a turn another execution paid while a clearing
-	// one ran (a pause, a hold) may be before or after that claim, so it goes to the earliest epoch
-	// with room among those it may be in; the clearing execution's own turns are in its epoch.
+	// one ran (a pause, a hold), or claimed before a clearing another process ran, may be before or
+	// after that claim, so it goes to the earliest epoch with room among those it may be in; the
+	// clearing execution's own turns are in its epoch.
 	const ran = (attempt: Attempt, turn: Turn) =>
 		!attempt.window.turnsBefore.has(turn.id) && attempt.window.turnsAfter.has(turn.id);
 	const flexible: Array<{ turn: Turn; from: number; to: number }> = [];
 	for (const turn of world.turns) {
 		if (parsePrompt(turn.prompt).product !== key) continue;
 		const to = epochOf(turn);
-		const from = count(clearing, (a) => !a.window.turnsAfter.has(turn.id));
 		// Its payer: the innermost execution running then (one run inside another has a later id).
 		const payer = world.attempts.filter((a) => ran(a, turn)).sort((a, b) => b.id - a.id)[0];
-		if (from === to || clearing.includes(payer)) epochs[to].paid.push(turn);
+		// Its claim was made while its payer ran: after the clearings that had ended before the payer
+		// began, maybe before the others (another process clearing while this one waited to send).
+		const from = payer
+			? count(clearing, (a) => a !== payer && a.window.toSeq <= payer.window.fromSeq)
+			: to;
+		if (from >= to || clearing.includes(payer)) epochs[to].paid.push(turn);
 		else flexible.push({ turn, from, to });
 	}
 	for (const { turn, from, to } of flexible) {
