@@ -317,6 +317,7 @@ function paidFinish(
 			},
 			{
 				message: `The generation was answered and charged, but its answer could not be read: ${errorMessage(error)}`,
+				secret: item.connection.apiKey,
 			},
 		);
 	let output: Answered;
