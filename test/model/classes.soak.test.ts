@@ -271,4 +271,14 @@ describe('issue 49', () => {
 			}),
 		]);
 	});
+
+	it('(seeds 7 and 21) two executions clearing one key at once (a held send): each sends it once', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['k1/A']], { clear: true }), [], {
+				kind: 'hold',
+				product: 'k1',
+				other: spec([['k1/A'], ['p0/A']], { clear: true, asTool: true }),
+			}),
+		]);
+	});
 });
