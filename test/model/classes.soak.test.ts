@@ -281,4 +281,15 @@ describe('issue 49', () => {
 			}),
 		]);
 	});
+
+	it('(seed 21, history 80) an agent call refused (a refunded 500), n8n killed before its claim was let go: the retry reports it', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				spec([['p0/A']], { asTool: true }),
+				[{ product: 'p0', kind: 'refund500', skip: 0 }],
+				{ kind: 'killBefore', at: 3 },
+			),
+			new RetryAfterKill(0, retry, []),
+		]);
+	});
 });

@@ -356,7 +356,10 @@ export function broken(world: World): string[] {
 						? parsePrompt(request.prompt).product === row.product
 						: request.seq <= attempt.window.toSeq &&
 							request.prompt === prompt &&
-							(request.account === account || report.code === 'other_key'),
+							// A request the service refused before reading its key (a fault) names no account.
+							(request.account === account ||
+								request.account === undefined ||
+								report.code === 'other_key'),
 				);
 				if (!left)
 					neverLeft.push({
