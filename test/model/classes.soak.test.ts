@@ -292,4 +292,11 @@ describe('issue 49', () => {
 			new RetryAfterKill(0, retry, []),
 		]);
 	});
+
+	it("(mutant d, the asking left in) a retry's first row refused: its next try asks again and sends the rows never reached", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['p0/A', 'p1/A']], { tries: 2 }), [], { kind: 'killBefore', at: 3 }),
+			new RetryAfterKill(0, { ...retry, aim: true }, []),
+		]);
+	});
 });
