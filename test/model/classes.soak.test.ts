@@ -271,4 +271,32 @@ describe('issue 49', () => {
 			}),
 		]);
 	});
+
+	it('(seeds 7 and 21) two executions clearing one key at once (a held send): each sends it once', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['k1/A']], { clear: true }), [], {
+				kind: 'hold',
+				product: 'k1',
+				other: spec([['k1/A'], ['p0/A']], { clear: true, asTool: true }),
+			}),
+		]);
+	});
+
+	it('(seed 21, history 80) an agent call refused (a refunded 500), n8n killed before its claim was let go: the retry reports it', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				spec([['p0/A']], { asTool: true }),
+				[{ product: 'p0', kind: 'refund500', skip: 0 }],
+				{ kind: 'killBefore', at: 3 },
+			),
+			new RetryAfterKill(0, retry, []),
+		]);
+	});
+
+	it("(mutant d, the asking left in) a retry's first row refused: its next try asks again and sends the rows never reached", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['p0/A', 'p1/A']], { tries: 2 }), [], { kind: 'killBefore', at: 3 }),
+			new RetryAfterKill(0, { ...retry, aim: true }, []),
+		]);
+	});
 });

@@ -211,7 +211,11 @@ function keyEpochs(world: World, key: string): Array<{ paid: Turn[]; allowed: nu
 		const from = payer
 			? count(clearing, (a) => a !== payer && a.window.toSeq <= payer.window.fromSeq)
 			: to;
-		if (from >= to || clearing.includes(payer)) epochs[to].paid.push(turn);
+		// A clearing execution's own turns are in its own epoch, after the clearings begun before it
+		// (two clearing at once each send the key once: "the run's first item with that key is sent").
+		if (clearing.includes(payer))
+			epochs[1 + count(clearing, (a) => a.id < payer.id)].paid.push(turn);
+		else if (from >= to) epochs[to].paid.push(turn);
 		else flexible.push({ turn, from, to });
 	}
 	for (const { turn, from, to } of flexible) {
@@ -352,7 +356,10 @@ export function broken(world: World): string[] {
 						? parsePrompt(request.prompt).product === row.product
 						: request.seq <= attempt.window.toSeq &&
 							request.prompt === prompt &&
-							(request.account === account || report.code === 'other_key'),
+							// A request the service refused before reading its key (a fault) names no account.
+							(request.account === account ||
+								request.account === undefined ||
+								report.code === 'other_key'),
 				);
 				if (!left)
 					neverLeft.push({
