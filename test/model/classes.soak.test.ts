@@ -221,26 +221,22 @@ describe('issue 49', () => {
 		]);
 	});
 
-	// Open (seed 24 on the fixes): a crashed execution retried twice, each with Resend Uncertain
-	// Generations, resends an agent's call twice from the one saved record, where docs/retry.md says
-	// "an uncertain item is resent once per saved record": a resend after a stop records no `again`
-	// value, so the second retry does not see the first's resend. Fails until the node marks it.
-	it.failing(
-		'(open, seed 24) a crashed agent execution retried twice with Resend: the call resent twice from one saved record',
-		async () => {
-			await runHistory(emulator, 'real', [
-				new NewExecution(spec([['p0/A'], ['k0/A']], { asTool: true }), [], { kind: 'kill', at: 3 }),
-				new RetryAfterKill(0, { ...retry, edit: { resend: true, clear: true } }, [
-					{ product: 'p0', kind: 'resetAfter', skip: 0 },
-				]),
-				new RetryAfterKill(
-					0,
-					{ ...retry, reorder: true, repeatCall: true, edit: { resend: true } },
-					[],
-				),
-			]);
-		},
-	);
+	// Seed 24 on the fixes: a crashed execution retried twice, each with Resend Uncertain
+	// Generations, resent an agent's call twice (docs/retry.md: "an uncertain item is resent once per
+	// saved record"); a resend after a stop now claims `again stopped <send>` with its send.
+	it('(seed 24) a crashed agent execution retried twice with Resend: the call resent once', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['p0/A'], ['k0/A']], { asTool: true }), [], { kind: 'kill', at: 3 }),
+			new RetryAfterKill(0, { ...retry, edit: { resend: true, clear: true } }, [
+				{ product: 'p0', kind: 'resetAfter', skip: 0 },
+			]),
+			new RetryAfterKill(
+				0,
+				{ ...retry, reorder: true, repeatCall: true, edit: { resend: true } },
+				[],
+			),
+		]);
+	});
 
 	it('(seed 49, history 91) a clearing execution holds its first send while another uses the key: its later clear is allowed', async () => {
 		await runHistory(emulator, 'real', [

@@ -159,7 +159,7 @@ describe('Executions → Retry of the same failed execution twice', () => {
 		expect(await requestsPer(two)).toEqual([1, 2]);
 		expect(codes(second)).toEqual(['interrupted_send']);
 		expect(String((second.errorOutput[0].json.error as IDataObject).message)).toMatch(
-			/a retry of the same failed execution already sent this generation again/,
+			/a retry of the same failed execution, with Resend Uncertain Generations on, already sent this generation/,
 		);
 		// The retry that resent it is what to retry: its record has the answer.
 		const ofTheRetry = await retryExecution(first, resend);

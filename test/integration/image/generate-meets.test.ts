@@ -488,3 +488,31 @@ describe('a retry that reports what left before the stop', () => {
 		}
 	});
 });
+
+describe('a stopped execution retried twice with Resend Uncertain Generations', () => {
+	const limits = { ...RECORD_LIMITS };
+	afterEach(() => Object.assign(RECORD_LIMITS, limits));
+
+	it.each([
+		['in the claims row', limits.moveAt],
+		["moved to the node's row", 1],
+	])(
+		"resends what the stopped attempt sent once: the second retry reports the first retry's resend (%s)",
+		async (_where, moveAt) => {
+			Object.assign(RECORD_LIMITS, { moveAt });
+			const skus = ['banner 0', 'banner 1'];
+			const killed = await runInEngine(engine({ runs: [items(skus)] }));
+			forgetProcessRecords();
+			const resend = { parameters: generate({ resendUncertain: true }) };
+			const first = await retryAfterKill(killed, resend);
+			expect(outcomes(first)).toEqual(['ok', 'ok']);
+			forgetProcessRecords();
+			const second = await retryAfterKill(killed, resend);
+			expect(codes(second)).toEqual(['interrupted_send', 'interrupted_send']);
+			expect(errorOf(second.errorOutput[0]).message).toMatch(
+				/with Resend Uncertain Generations on, already sent this generation/,
+			);
+			expect(await paidPer(skus)).toEqual([2, 2]);
+		},
+	);
+});

@@ -20,7 +20,7 @@ import { isToolExecution, runsAsTool } from '../../tool';
 import { reserveCredits } from './credits';
 import { type Claimed, DurableRecord, RECORD_LIMITS, type Settled } from './durable';
 import { type Paid, heldAnswer } from './held';
-import { type ItemIdentity, againValue, runName, toolWindows } from './identity';
+import { type ItemIdentity, STOPPED, againValue, runName, toolWindows } from './identity';
 import {
 	type Answered,
 	type Finish,
@@ -73,23 +73,36 @@ interface Item extends ItemRun {
 }
 
 /**
+ * The send again an item's claim records: after the saved record it comes from, or, on the user's
+ * word (Resend Uncertain Generations), after an attempt n8n did not finish, which saved none. The
+ * latter is claimed with the run's send, before anyone knows it left: a second retry with Resend
+ * finds it and does not resend what the first one did (docs/retry.md, rule 3).
+ */
+function againOf({ identity, memo, plan, record }: Item, claim: Claim) {
+	if (claim === 'again') return againValue(identity, memo!.executionId);
+	const resending = claim === 'fresh' && plan.options.resendUncertain && record === 'run';
+	return resending ? againValue(identity, STOPPED) : undefined;
+}
+
+/**
  * The values a claim records (durable.ts `ClaimValues`): the run's send, a tool call's windows, or
  * a send again; the Idempotency Key with its open mark, and Clear's mark of the key for this run.
  */
-function claimValues({ identity, memo, plan, record }: Item, claim: Claim, executionId: string) {
-	const again = claim === 'again' ? againValue(identity, memo!.executionId) : undefined;
+function claimValues(item: Item, claim: Claim, executionId: string) {
+	const { identity, plan, record } = item;
+	const again = againOf(item, claim);
 	const clearing = plan.options.clearIdempotencyKey ? [identity.keyCleared] : [];
 	// With Resend Uncertain Generations: the key claimed by this execution, so that of two rows with
 	// one key the second is not sent, a resend or not (verdict.ts `keyResent`).
 	if (plan.options.resendUncertain && identity.key) {
 		clearing.push(`resend ${executionId} ${identity.key}`);
 	}
-	const sending = !again && record === 'run';
+	const sending = claim !== 'again' && record === 'run';
 	return {
 		send: sending ? identity.send : undefined,
 		witness: sending ? identity.witness : undefined,
 		again,
-		windows: !again && record === 'tool' ? toolWindows(identity, Date.now()) : [],
+		windows: claim !== 'again' && record === 'tool' ? toolWindows(identity, Date.now()) : [],
 		key: identity.key ? [identity.key, identity.keyOpen, ...clearing] : [],
 	};
 }
@@ -455,6 +468,9 @@ export async function execute(
 					item.identity.send,
 					...(run.cutOff && item.identity.witness ? [item.identity.witness] : []),
 					...(item.memo ? [againValue(item.identity, item.memo.executionId)] : []),
+					...(!item.memo && item.plan.options.resendUncertain
+						? [againValue(item.identity, STOPPED)]
+						: []),
 				]
 			: [],
 	);

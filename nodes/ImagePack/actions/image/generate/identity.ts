@@ -136,10 +136,16 @@ export function digestOf(ask: Pick<Ask, 'body' | 'language'>): string {
 	return requestDigest({ body: ask.body, language: ask.language });
 }
 
-/** A send again, on the user's word or by a retry, after execution `from` recorded this item. */
+/**
+ * A send again, on the user's word or by a retry, after execution `from` recorded this item; from
+ * `STOPPED`, an attempt n8n did not finish (which saved no record), resent on the user's word.
+ */
 export function againValue(identity: ItemIdentity, from: string): string {
 	return `again ${from} ${identity.send}`;
 }
+
+/** Stands for an attempt n8n did not finish in `againValue`: it saved no record to name. */
+export const STOPPED = 'stopped';
 
 /** A tool call's record without a run (AI Agent 2.x, MCP): the request in this window and the next. */
 export function toolWindows(identity: ItemIdentity, now: number): string[] {
