@@ -20,6 +20,8 @@ export interface NodeClasses {
 export interface BenchClock {
 	/** Milliseconds, monotonic (performance.now()). */
 	now(): number;
+	/** This process's CPU time, user and system, in milliseconds (process.cpuUsage()). */
+	cpuMs(): number;
 }
 
 export interface EmulatorEndpoint {

@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [-- --markdown] [-- --json] [-- --only=generate,trigger,download,overhead,queue,mcp] [-- --queue] [-- --mcp]`
+// `npm run bench [-- --quick] [-- --markdown] [-- --json] [-- --only=generate,trigger,download,overhead,loop,queue,mcp] [-- --queue] [-- --mcp]`
 // `npm run bench -- --n8n [--quick] [--n8n-sizes=20,100] [--n8n-concurrency=1,8] [--n8n-cpu-prof=<dir>] [--n8n-prof=<dir>] [--n8n-gc-stats=<dir>] [--n8n-runs=3] [--n8n-latency=500] [--n8n-backlog=10000] [--n8n-trigger-minutes=30] [--n8n-parts=batch,trigger,drain]
 //   [--n8n-drain-backlogs=1000,10000,100000] [--n8n-drain-caps=100,1000] [--n8n-drain-images=12,40] [--n8n-drain-heap=320] [--n8n-drain-user=1000,10000]
 //   [--n8n-parts=credentials --n8n-credentials-sessions=4 --n8n-credentials-base=4b01bcc --n8n-credentials-before=<tgz> --n8n-credentials-now=<tgz> --n8n-credentials-downloads=0]
@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { benchEnv } from './env.ts';
 import { markdownTable, summary, textTable } from './figures.ts';
 import { benchGenerate, benchOverhead } from './generate.bench.ts';
+import { benchLoop } from './loop.bench.ts';
 import { downloadFigures } from './download.bench.ts';
 import { useFilesystemBinaryData } from '../harness/n8n.ts';
 import { ImagePack } from '../../nodes/ImagePack/ImagePack.node.ts';
@@ -63,7 +64,11 @@ log(`emulator ${endpoints.baseUrl} (child process ${servers.pid}), realistic fil
 const nodes = { ImagePack };
 const triggerPath = path.join(here, '..', '..', 'nodes', 'ImagePack', 'ImagePackTrigger.node.ts');
 if (fs.existsSync(triggerPath)) nodes.ImagePackTrigger = (await import('../../nodes/ImagePack/ImagePackTrigger.node.ts')).ImagePackTrigger;
-const env = benchEnv({ clock: { now: () => performance.now() }, emulator: endpoints, quick, nodes, log });
+const cpuMs = () => {
+	const { user, system } = process.cpuUsage();
+	return (user + system) / 1000;
+};
+const env = benchEnv({ clock: { now: () => performance.now(), cpuMs }, emulator: endpoints, quick, nodes, log });
 // n8n 2.x runs with filesystem binary data by default: measure the node the way it runs there.
 await useFilesystemBinaryData(path.join(storage, 'main'));
 
@@ -112,6 +117,7 @@ try {
 		);
 	}
 	if (wanted('overhead')) figures.push(...(await benchOverhead(env)));
+	if (wanted('loop')) figures.push(...(await benchLoop(env)));
 	// Opt-in (starts PostgreSQL, Redis and three n8n processes): --queue or --only=queue.
 	if (args.includes('--queue') || only?.includes('queue')) {
 		const { benchQueue } = await import('./queue.bench.mjs');
