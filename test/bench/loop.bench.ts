@@ -69,6 +69,7 @@ class PromptReader implements INodeType {
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main],
 		properties: [{ displayName: 'Prompt', name: 'prompt', type: 'string', default: '' }],
+		usableAsTool: true,
 	};
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
