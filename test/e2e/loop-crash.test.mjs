@@ -277,7 +277,7 @@ describe(`Loop Over Items killed and retried in n8n 2.41.1 (${PRODUCTS} products
 				const found = (await rows()).filter((e) => e.retryOf === String(of) && Number(e.id) > Number(after)).at(-1);
 				return done(found) && found;
 			},
-			{ timeoutMs: STEP_TIMEOUT_MS, intervalMs: 1000, what: `${c.key}: the retry of execution ${of} to finish` },
+			{ timeoutMs: STEP_TIMEOUT_MS, intervalMs: 2000, what: `${c.key}: the retry of execution ${of} to finish` },
 		).catch((error) => {
 			if (/answered/.test(error.message)) throw error;
 			throw new Error(`${error.message} (n8n's answer: ${JSON.stringify(answer).slice(0, 300)})`);

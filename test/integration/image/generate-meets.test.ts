@@ -516,3 +516,23 @@ describe('a stopped execution retried twice with Resend Uncertain Generations', 
 		},
 	);
 });
+
+describe("a stopped execution's retry refused, that retry retried", () => {
+	it('the stopped execution retried again after its descendant delivered pays nothing', async () => {
+		// Stopped before the banner left (the execution ran only another row: n8n's data at its start
+		// is all a retry has); its retry is refused (a refunded 500), a retry of that retry sends it
+		// again and delivers, then the stopped execution is retried once more.
+		const killed = await runInEngine(engine({ runs: [items(['other'])], errorOutput: false }));
+		forgetProcessRecords();
+		const banner = { runs: [items(['banner'])] };
+		await emulator.control.injectFault({ route: 'generate', kind: 'status', status: 500 });
+		const refused = await retryAfterKill(killed, banner);
+		expect(refused.error?.context).toMatchObject({ code: 'internal_error' });
+		const delivered = await retryExecution(refused);
+		expect(delivered.output.map((item) => item.json.ok)).toEqual([true]);
+		forgetProcessRecords();
+		const again = await retryAfterKill(killed, banner);
+		expect(again.error?.context).toMatchObject({ code: 'interrupted_send' });
+		expect(await paidPer(['banner'])).toEqual([1]);
+	});
+});

@@ -97,7 +97,9 @@ function claimValues(item: Item, claim: Claim, executionId: string) {
 	if (plan.options.resendUncertain && identity.key) {
 		clearing.push(`resend ${executionId} ${identity.key}`);
 	}
-	const sending = claim !== 'again' && record === 'run';
+	// A send again is also the run's send: a retry of the stopped execution it descends from (which
+	// shares the run) finds it and does not pay for it again.
+	const sending = record === 'run';
 	return {
 		send: sending ? identity.send : undefined,
 		witness: sending ? identity.witness : undefined,
