@@ -765,6 +765,7 @@ export async function benchN8n(
 					gcStatsDir,
 					profDir,
 					report: nightly.report,
+					split: nightly.split ?? 1,
 				})),
 			);
 		}

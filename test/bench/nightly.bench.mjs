@@ -215,7 +215,12 @@ export function tenths(batches) {
  * The nightly pattern at each size × build × progress, in one n8n start (per heap setting), the runs of a
  * size taking turns (builds and progress alternating, the order rotated on each repeat).
  */
-export async function benchN8nNightly(env, { endpoints, storage, sizes, concurrency, batch, latencyMs, builds, progress, heapMiB, runs, gcStatsDir, profDir, report }) {
+/**
+ * `split`: each size run as that many executions of the workflow one after the other (a night of
+ * 10,000 products as 5 executions of 2,000, each with its own data), so that the last can be read
+ * against the first in one n8n process.
+ */
+export async function benchN8nNightly(env, { endpoints, storage, sizes, concurrency, batch, latencyMs, builds, progress, heapMiB, runs, gcStatsDir, profDir, report, split = 1 }) {
 	const log = env.log;
 	const baseUrl = endpoints.realisticBaseUrl;
 	// `--n8n-prof=<dir>`: each run's CPU profile and sampled allocations too (cpu-profile.mjs sums them by package).
@@ -274,12 +279,14 @@ export async function benchN8nNightly(env, { endpoints, storage, sizes, concurre
 		const idle = await settleRss(pid);
 		log(`n8n nightly: after the warm-ups RSS ${(idle / MiB).toFixed(0)} MiB${heapMiB ? `, heap capped at ${heapMiB} MB` : ''}`);
 		await env.control.setLatency('generate', latencyMs);
-		for (const count of sizes) {
+		for (const total of sizes) {
+			const count = Math.ceil(total / split);
 			for (let round = 0; round < runs; round++) {
 				const order = [...cells.slice(round % cells.length), ...cells.slice(0, round % cells.length)];
-				for (const cell of order) {
-					const label = `nightly-${cell.build}-${cell.progress ? 'on' : 'off'}-n${count}-run${round + 1}${heapMiB ? `-heap${heapMiB}` : ''}`;
-					log(`n8n nightly: N=${count}, ${NIGHTLY_BUILDS[cell.build].label}, progress ${cell.progress ? 'on' : 'off'}, run ${round + 1}`);
+				for (const cell of order) for (let part = 1; part <= split; part++) {
+					const partLabel = split > 1 ? `-part${part}of${split}` : '';
+					const label = `nightly-${cell.build}-${cell.progress ? 'on' : 'off'}-n${count}${partLabel}-run${round + 1}${heapMiB ? `-heap${heapMiB}` : ''}`;
+					log(`n8n nightly: N=${count}${split > 1 ? ` (execution ${part} of ${split}, ${total} in all)` : ''}, ${NIGHTLY_BUILDS[cell.build].label}, progress ${cell.progress ? 'on' : 'off'}, run ${round + 1}`);
 					fs.rmSync(binaryDir, { recursive: true, force: true });
 					await env.control.clearRequests();
 					await hostStats(baseUrl, true);
@@ -330,6 +337,8 @@ export async function benchN8nNightly(env, { endpoints, storage, sizes, concurre
 						build: cell.build,
 						progress: cell.progress,
 						count,
+						part,
+						split,
 						heapMiB,
 						wallMs: measured.wallMs,
 						idealMs: Math.ceil(count / batch) * Math.ceil(batch / concurrency) * latencyMs,
@@ -398,7 +407,8 @@ function nightlyFigures(results, { batch, concurrency, latencyMs, heapMiB }) {
 	const note = `Ideal = batches × waves × latency (ceil(N / ${batch}) × ceil(${batch} / ${concurrency}) × ${latencyMs} ms). First / last 10 %: the median batch time (Loop Over Items run to the next) and the highest RSS of n8n's main process over those batches. Store calls: n8n's deduplication store (n8n-profiler.cjs).`;
 	const figures = [];
 	for (const r of results) {
-		const name = `N=${r.count}, ${NIGHTLY_BUILDS[r.build].label}, progress ${r.progress ? 'on' : 'off'}`;
+		const part = r.split > 1 ? ` (execution ${r.part} of ${r.split})` : '';
+		const name = `N=${r.count}${part}, ${NIGHTLY_BUILDS[r.build].label}, progress ${r.progress ? 'on' : 'off'}`;
 		const { first, last } = r.split;
 		const broken = r.problem ? ` — FAILED: ${r.problem}` : '';
 		figures.push(
@@ -410,6 +420,16 @@ function nightlyFigures(results, { batch, concurrency, latencyMs, heapMiB }) {
 			figure({ group, figure: `${name}: execution as saved, per item (${f1(r.executionBytes / MiB)} MiB)`, measured: r.executionBytes / r.count, ideal: null, unit: 'bytes', target: '—' }),
 			figure({ group, figure: `${name}: the build's output per item, JSON + binary metadata`, measured: (r.jsonBytes + r.binaryBytes) / Math.max(1, r.items), ideal: null, unit: 'bytes', target: '—' }),
 			figure({ group, figure: `${name}: store calls per item`, measured: r.storeCalls / r.count, ideal: null, unit: '', target: '—' }),
+		);
+	}
+	// A night split into executions: the last one against the first, in the same n8n process.
+	for (const r of results.filter((x) => x.split > 1 && x.part === x.split)) {
+		const first = results.find((x) => x.build === r.build && x.progress === r.progress && x.count === r.count && x.part === 1);
+		if (!first) continue;
+		const name = `${r.split} executions of N=${r.count}, ${NIGHTLY_BUILDS[r.build].label}, progress ${r.progress ? 'on' : 'off'}`;
+		figures.push(
+			figure({ group, figure: `${name}: wall of the last execution against the first`, measured: r.wallMs, ideal: first.wallMs, unit: 'ms', maxRatio: 1.1, target: 'flat (≤ 1.1)' }),
+			figure({ group, figure: `${name}: peak RSS of n8n's main process, last execution against the first`, measured: r.peak, ideal: first.peak, unit: 'bytes', maxRatio: 1.1, target: 'flat (≤ 1.1)' }),
 		);
 	}
 	return figures;
