@@ -242,6 +242,38 @@ describe('issue 49', () => {
 		},
 	);
 
+	// Open, the same break in a loop (seed 7 with the story opening, history.ts): a killed execution
+	// retried (its row refused once, then sent), then retried twice more with Resend: the row found in
+	// the claims' row each time, resent each time, no `again` value recorded.
+	it.failing(
+		'(open, seed 7) a crashed loop execution retried, then twice with Resend: the row resent twice from one saved record',
+		async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(spec([['p0/A']], { tries: 2 }), [], { kind: 'kill', at: 1 }),
+				new RetryAfterKill(0, { ...retry, aim: true }, []),
+				new RetryAfterKill(0, { ...retry, edit: { resend: true } }, []),
+				new RetryAfterKill(0, { ...retry, edit: { resend: true } }, []),
+			]);
+		},
+	);
+
+	// Open (seed 24 with the story opening, history.ts; shrunk from two batches, a key and Clear):
+	// a killed execution's retry refused (failed), that retry retried and delivered, then the killed
+	// original retried again: paid again. The retry of the retry claims `again <execution> <send>`,
+	// not the send, so the original's retry finds no record of it; docs/retry.md promises "the
+	// original retried again sends nothing" (test/e2e/loop-crash.test.mjs, which has no refusal).
+	it.failing(
+		"(open, seed 24) a killed execution's retry refused, that retry retried and delivered, the original retried again: paid twice",
+		async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(spec([['p0/A']]), [], { kind: 'kill', at: 1 }),
+				new RetryAfterKill(0, retry, [{ product: 'p0', kind: 'refund500', skip: 0 }]),
+				new RetryExecution(0, undefined, []),
+				new RetryAfterKill(0, retry, []),
+			]);
+		},
+	);
+
 	it('(seed 49, history 91) a clearing execution holds its first send while another uses the key: its later clear is allowed', async () => {
 		await runHistory(emulator, 'real', [
 			new NewExecution(
