@@ -238,6 +238,30 @@ describe('issue 49', () => {
 		]);
 	});
 
+	// The same in a loop (seed 7 with the story opening, history.ts): a killed execution retried (its
+	// row refused once, then sent), then retried twice more with Resend: resent once (71ba1d4).
+	it('(seed 7) a crashed loop execution retried, then twice with Resend: the row resent once', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['p0/A']], { tries: 2 }), [], { kind: 'kill', at: 1 }),
+			new RetryAfterKill(0, { ...retry, aim: true }, []),
+			new RetryAfterKill(0, { ...retry, edit: { resend: true } }, []),
+			new RetryAfterKill(0, { ...retry, edit: { resend: true } }, []),
+		]);
+	});
+
+	// Seed 24 with the story opening (history.ts; shrunk from two batches, a key and Clear): a killed
+	// execution's retry refused (failed), that retry retried and delivered, then the killed original
+	// retried again: it paid again while the retry of the retry claimed only `again <execution>
+	// <send>`; now also the run's send (1debbdf), so the original's retry reports it.
+	it("(seed 24) a killed execution's retry refused, that retry retried and delivered, the original retried again: not paid again", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['p0/A']]), [], { kind: 'kill', at: 1 }),
+			new RetryAfterKill(0, retry, [{ product: 'p0', kind: 'refund500', skip: 0 }]),
+			new RetryExecution(0, undefined, []),
+			new RetryAfterKill(0, retry, []),
+		]);
+	});
+
 	it('(seed 49, history 91) a clearing execution holds its first send while another uses the key: its later clear is allowed', async () => {
 		await runHistory(emulator, 'real', [
 			new NewExecution(
