@@ -262,6 +262,32 @@ describe('issue 49', () => {
 		]);
 	});
 
+	// Seed 24 after 1debbdf: a stopped execution retried (its row refused once, then sent by Retry On
+	// Fail), retried again with Resend (its first try refused, the next sending), and once more with
+	// Resend: a try after a refused resend recorded no mark, so the third retry resent it too. A
+	// resend of what a stopped attempt sent, a try of one included, now claims its mark first.
+	it('(seed 24) a resend refused once and sent by the next try: the next retry with Resend does not resend', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				{
+					concurrency: 1,
+					tries: 2,
+					onError: 'stop',
+					clear: false,
+					resend: false,
+					credential: 'fixed',
+					asTool: false,
+					runs: [[{ product: 'p0', account: 'A' }]],
+				},
+				[],
+				{ kind: 'kill', at: 1 },
+			),
+			new RetryAfterKill(0, { ...retry, aim: true }, [], undefined),
+			new RetryAfterKill(0, { ...retry, edit: { resend: true }, aim: true }, [], undefined),
+			new RetryAfterKill(0, { ...retry, edit: { resend: true }, aim: false }, [], undefined),
+		]);
+	});
+
 	it('(seed 49, history 91) a clearing execution holds its first send while another uses the key: its later clear is allowed', async () => {
 		await runHistory(emulator, 'real', [
 			new NewExecution(

@@ -72,8 +72,32 @@ describe('verdict', () => {
 			'not sent: interrupted_send (tool)',
 		],
 		[
-			'the same, Resend Uncertain Generations on',
+			'the same, Resend Uncertain Generations on: its mark is asked for',
 			{ resendUncertain: true, recorded: { ...none, sent: true } },
+			'mark',
+		],
+		[
+			'…its mark not recorded before: sent',
+			{ resendUncertain: true, recorded: { ...none, sent: true }, resendMark: false },
+			'send fresh',
+		],
+		[
+			'…its mark recorded before (another retry of the stopped attempt resent it): not sent',
+			{ resendUncertain: true, recorded: { ...none, sent: true }, resendMark: true },
+			'not sent: interrupted_send (resend)',
+		],
+		[
+			'a try after such a resend was refused: a resend too (the send found, Resend on)',
+			{
+				memo: refused('internal_error'),
+				resendUncertain: true,
+				recorded: { ...none, sent: true },
+			},
+			'mark',
+		],
+		[
+			'Resend on, nothing recorded before: no mark (a fresh send)',
+			{ resendUncertain: true, recorded: none },
 			'send fresh',
 		],
 		[
@@ -88,7 +112,7 @@ describe('verdict', () => {
 		],
 		[
 			'sent by an attempt n8n did not finish, its key used by that send, Resend on: sent',
-			{ resendUncertain: true, recorded: { ...none, sent: true, key: true } },
+			{ resendUncertain: true, recorded: { ...none, sent: true, key: true }, resendMark: false },
 			'send fresh',
 		],
 		[

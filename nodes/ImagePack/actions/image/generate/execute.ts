@@ -18,7 +18,13 @@ import { type Connection, connectionsPerItem, generate, proveOwnership } from '.
 import { addHints, asNodeError, eachItem } from '../../items';
 import { isToolExecution, runsAsTool } from '../../tool';
 import { reserveCredits } from './credits';
-import { type Claimed, DurableRecord, RECORD_LIMITS, type Settled } from './durable';
+import {
+	type ClaimValues,
+	type Claimed,
+	DurableRecord,
+	RECORD_LIMITS,
+	type Settled,
+} from './durable';
 import { type Paid, heldAnswer } from './held';
 import { type ItemIdentity, STOPPED, againValue, runName, toolWindows } from './identity';
 import {
@@ -73,24 +79,11 @@ interface Item extends ItemRun {
 }
 
 /**
- * The send again an item's claim records: after the saved record it comes from, or, on the user's
- * word (Resend Uncertain Generations), after an attempt n8n did not finish, which saved none. The
- * latter is claimed with the run's send, before anyone knows it left: a second retry with Resend
- * finds it and does not resend what the first one did (docs/retry.md, rule 3).
- */
-function againOf({ identity, memo, plan, record }: Item, claim: Claim) {
-	if (claim === 'again') return againValue(identity, memo!.executionId);
-	const resending = claim === 'fresh' && plan.options.resendUncertain && record === 'run';
-	return resending ? againValue(identity, STOPPED) : undefined;
-}
-
-/**
  * The values a claim records (durable.ts `ClaimValues`): the run's send, a tool call's windows, or
  * a send again; the Idempotency Key with its open mark, and Clear's mark of the key for this run.
  */
-function claimValues(item: Item, claim: Claim, executionId: string) {
-	const { identity, plan, record } = item;
-	const again = againOf(item, claim);
+function claimValues({ identity, memo, plan, record }: Item, claim: Claim, executionId: string) {
+	const again = claim === 'again' ? againValue(identity, memo!.executionId) : undefined;
 	const clearing = plan.options.clearIdempotencyKey ? [identity.keyCleared] : [];
 	// With Resend Uncertain Generations: the key claimed by this execution, so that of two rows with
 	// one key the second is not sent, a resend or not (verdict.ts `keyResent`).
@@ -109,6 +102,22 @@ function claimValues(item: Item, claim: Claim, executionId: string) {
 	};
 }
 
+/** Writes values of the item's before its send; nothing is sent unless they are written. */
+async function write(run: Run, item: Item, values: ClaimValues): Promise<Claimed> {
+	run.claims++;
+	const claimed = await run.durable.claim(values);
+	if (!('failed' in claimed)) return claimed;
+	throw imagePackError(
+		run.ctx.getNode(),
+		{ code: 'record_failed', charge: 'not_sent', itemIndex: item.itemIndex },
+		{
+			message: `Not sent: the record that keeps this generation from being paid twice if n8n stops could not be written (${claimed.failed})`,
+			description:
+				"The node writes it to n8n's database before every generation; try again in a moment.",
+		},
+	);
+}
+
 /** Writes the item's claim, and says what was recorded before it; nothing is sent without it. */
 async function claimSend(run: Run, item: Item, claim: Claim): Promise<[Claimed?, Recorded?]> {
 	const { send, witness, again, windows, key } = claimValues(item, claim, run.memory.executionId);
@@ -119,21 +128,9 @@ async function claimSend(run: Run, item: Item, claim: Claim): Promise<[Claimed?,
 	if (claim === 'fresh' && known && !item.plan.options.resendUncertain) {
 		return [undefined, { sent: true, again: false, key: false }];
 	}
-	run.claims++;
 	const sends = [send, again].filter((value): value is string => value !== undefined);
 	const shared = witness ? [witness] : [];
-	const claimed = await run.durable.claim({ sends, shared, key, windows });
-	if ('failed' in claimed) {
-		throw imagePackError(
-			run.ctx.getNode(),
-			{ code: 'record_failed', charge: 'not_sent', itemIndex: item.itemIndex },
-			{
-				message: `Not sent: the record that keeps this generation from being paid twice if n8n stops could not be written (${claimed.failed})`,
-				description:
-					"The node writes it to n8n's database before every generation; try again in a moment.",
-			},
-		);
-	}
+	const claimed = await write(run, item, { sends, shared, key, windows });
 	const found = (value?: string) => value !== undefined && claimed.found.has(value);
 	const { identity } = item;
 	const recorded: Recorded = {
@@ -146,6 +143,33 @@ async function claimSend(run: Run, item: Item, claim: Claim): Promise<[Claimed?,
 		keyResent: found(key.find((value) => value.startsWith('resend '))),
 	};
 	return [claimed, recorded];
+}
+
+/**
+ * Resending what an attempt n8n did not finish sent (it saved no record to name): a second claim,
+ * `again stopped <send>`, made only for such a resend, so that of two retries of one stopped
+ * execution with Resend Uncertain Generations only the first resends it. Says whether it was there.
+ */
+async function markResend(run: Run, item: Item): Promise<[Claimed, boolean]> {
+	const mark = againValue(item.identity, STOPPED);
+	const claimed = await write(run, item, { sends: [mark], windows: [] });
+	return [claimed, claimed.found.has(mark)];
+}
+
+/** Two claims of one item settle together. */
+function both(first: Claimed | undefined, second: Claimed): Claimed {
+	if (!first) return second;
+	return {
+		found: new Set([...first.found, ...second.found]),
+		settle: async (outcome) => {
+			await first.settle(outcome);
+			await second.settle(outcome);
+		},
+		answered: async () => {
+			await first.answered();
+			await second.answered();
+		},
+	};
 }
 
 /** What the verdict knows of an item before its claim. */
@@ -253,9 +277,13 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 	let facts = factsOf(run, item);
 	let claimed: Claimed | undefined;
 	let decided = verdict(facts);
-	while (decided.kind === 'prove' || decided.kind === 'claim') {
+	while (decided.kind === 'prove' || decided.kind === 'claim' || decided.kind === 'mark') {
 		if (decided.kind === 'prove') facts = { ...facts, proof: await prove(run, item) };
-		else {
+		else if (decided.kind === 'mark') {
+			const [mark, found] = await markResend(run, item);
+			claimed = both(claimed, mark);
+			facts = { ...facts, resendMark: found };
+		} else {
 			let recorded: Recorded | undefined;
 			[claimed, recorded] = await claimSend(run, item, decided.claim);
 			facts = { ...facts, recorded };
@@ -470,9 +498,7 @@ export async function execute(
 					item.identity.send,
 					...(run.cutOff && item.identity.witness ? [item.identity.witness] : []),
 					...(item.memo ? [againValue(item.identity, item.memo.executionId)] : []),
-					...(!item.memo && item.plan.options.resendUncertain
-						? [againValue(item.identity, STOPPED)]
-						: []),
+					...(item.plan.options.resendUncertain ? [againValue(item.identity, STOPPED)] : []),
 				]
 			: [],
 	);

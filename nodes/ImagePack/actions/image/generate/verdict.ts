@@ -59,6 +59,11 @@ export interface Facts {
 	/** Before n8n 2.14: this execution retries a run n8n stopped in this node (recall.ts `cutOff`). */
 	cutOff?: boolean;
 	recorded?: Recorded;
+	/**
+	 * Resending what an attempt n8n did not finish sent: its mark (`again stopped <send>`) was
+	 * recorded before this item's, by another retry of that attempt with the option on.
+	 */
+	resendMark?: boolean;
 }
 
 /**
@@ -83,6 +88,7 @@ export type Verdict =
 	| { kind: 'replay'; answer: StoredAnswer; proven?: string }
 	| { kind: 'prove' }
 	| { kind: 'claim'; claim: Claim }
+	| { kind: 'mark' }
 	| { kind: 'send'; claim: Claim }
 	| { kind: 'notSent'; why: NotSent };
 
@@ -123,7 +129,7 @@ function fromMemory(facts: Facts): Verdict {
 	return notSent({ code: 'reported', memo, by: 'try' });
 }
 
-/** The item's verdict from the facts known so far; `prove` and `claim` ask for more. */
+/** The item's verdict from the facts known so far; `prove`, `claim` and `mark` ask for more. */
 export function verdict(facts: Facts): Verdict {
 	const before = fromMemory(facts);
 	if (before.kind !== 'claim' || !facts.recorded) return before;
@@ -138,16 +144,19 @@ export function verdict(facts: Facts): Verdict {
 	const cleared = facts.clearKey === true && !recorded.keyCleared;
 	const key = !recorded.key || cleared ? 'unused' : recorded.keyOpen ? 'open' : 'used';
 	// Resending on the user's word: an uncertain send of a saved record, or one an attempt n8n did not
-	// finish made (its key is that send's own).
-	const resending =
-		(claim === 'again' && facts.memo?.kind !== 'refused') ||
-		(claim === 'fresh' && sent && facts.resendUncertain);
+	// finish made (its key is that send's own; a try after such a resend was refused is one too).
+	const resendingStopped = facts.resendUncertain && sent && claim !== 'again';
+	const resending = (claim === 'again' && facts.memo?.kind !== 'refused') || resendingStopped;
 	// Two rows with one key: the second is not sent, even on the user's word (each row's resend would
 	// pay the key again).
 	if (resending && recorded.keyResent) return notSent({ code: 'idempotency_key_used' });
-	// A resend is made once per saved record; what another retry sent after a refusal, or an attempt
-	// n8n did not finish, is sent again only on the user's word (Resend Uncertain Generations).
-	if (resending && again) return notSent({ code: 'interrupted_send', by: 'resend' });
+	// A resend is made once per saved record (an attempt n8n did not finish saved none: once, by its
+	// mark); what another retry sent after a refusal, or an attempt n8n did not finish, is sent again
+	// only on the user's word (Resend Uncertain Generations).
+	if (resendingStopped && facts.resendMark === undefined) return { kind: 'mark' };
+	if (resending && (again || facts.resendMark)) {
+		return notSent({ code: 'interrupted_send', by: 'resend' });
+	}
 	if (claim === 'again' && again && !facts.resendUncertain) {
 		return notSent({ code: 'interrupted_send', by: 'retry' });
 	}
