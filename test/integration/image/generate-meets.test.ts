@@ -517,6 +517,17 @@ describe('a stopped execution retried twice with Resend Uncertain Generations', 
 	);
 });
 
+describe('Resend Uncertain Generations left on since the first run', () => {
+	it('the stopped run with the option on does not keep its retry from resending', async () => {
+		const resend = { parameters: generate({ resendUncertain: true }) };
+		const killed = await runInEngine(engine({ ...resend, runs: [items(['poster'])] }));
+		forgetProcessRecords();
+		const retry = await retryAfterKill(killed, resend);
+		expect(outcomes(retry)).toEqual(['ok']);
+		expect(await paidPer(['poster'])).toEqual([2]);
+	});
+});
+
 describe("a stopped execution's retry refused, that retry retried", () => {
 	it('the stopped execution retried again after its descendant delivered pays nothing', async () => {
 		// Stopped before the banner left (the execution ran only another row: n8n's data at its start
