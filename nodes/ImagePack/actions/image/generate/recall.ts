@@ -128,7 +128,7 @@ export function identities(
 ) {
 	const node = nodeName(ctx);
 	const name = runName(ctx);
-	const trigger = name.startsWith('token ') ? undefined : triggerRun(ctx);
+	const trigger = name.startsWith('token ') ? undefined : (memory.trigger ??= triggerRun(ctx));
 	// Who asks is each item's own account (its credential may resolve per item).
 	const placeOf = (itemIndex: number) => ({
 		node,

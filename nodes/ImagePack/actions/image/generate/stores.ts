@@ -35,6 +35,7 @@ export const ASKED_KEY = 'imagePackAsked';
 const SENDS_RECORDED_KEY = 'imagePackSendsRecorded';
 /** Key of the node's latest run start: which execution, which run, and whether it was cut off. */
 const STARTED_KEY = 'imagePackStarted';
+const TRIGGER_KEY = 'imagePackTrigger';
 
 /** The node's latest run start, as the execution's context data keeps it. */
 export interface Started {
@@ -148,6 +149,21 @@ export class RunMemory {
 
 	set started(started: Started | undefined) {
 		this.store[STARTED_KEY] = started;
+	}
+
+	/**
+	 * Before n8n 2.14, the digest of the trigger's items (recall.ts `triggerRun`), made once per
+	 * execution: they do not change in it, and a loop's batch need not read them again (a webhook's
+	 * 10,000 products are a megabyte of JSON).
+	 */
+	get trigger(): string | undefined {
+		const kept = this.store[TRIGGER_KEY] as { execution?: unknown; digest?: unknown } | undefined;
+		const mine = isRecord(kept) && kept.execution === this.executionId;
+		return mine && typeof kept.digest === 'string' ? kept.digest : undefined;
+	}
+
+	set trigger(digest: string | undefined) {
+		this.store[TRIGGER_KEY] = { execution: this.executionId, digest };
 	}
 
 	/** The values in the durable record's row of paid sends, as this execution first counted them. */
