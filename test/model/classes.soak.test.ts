@@ -345,4 +345,27 @@ describe('issue 49', () => {
 			new RetryAfterKill(0, { ...retry, aim: true }, []),
 		]);
 	});
+
+	it("(seed 7, history 87) two executions clearing one key, the first's send in flight (paid) while another process clears and sends it: each pays it once", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				spec([['k1/A', 'k0/A', 'k1/A']], { concurrency: 8, clear: true }),
+				[
+					{ product: 'k1', kind: 'refund500', skip: 0 },
+					{ product: 'k1', kind: 'credits402', skip: 0 },
+				],
+				{
+					kind: 'pause',
+					at: 4,
+					other: spec(
+						[
+							['k0/B', 'p1/A', 'p1/B', 'k0/B'],
+							['p0/A', 'k0/B'],
+						],
+						{ tries: 2, onError: 'continue', clear: true },
+					),
+				},
+			),
+		]);
+	});
 });

@@ -204,8 +204,10 @@ function keyEpochs(world: World, key: string): Array<{ paid: Turn[]; allowed: nu
 	for (const turn of world.turns) {
 		if (parsePrompt(turn.prompt).product !== key) continue;
 		const to = epochOf(turn);
-		// Its payer: the innermost execution running then (one run inside another has a later id).
-		const payer = world.attempts.filter((a) => ran(a, turn)).sort((a, b) => b.id - a.id)[0];
+		// Its payer: the innermost execution of the turn's family (its prompt names it) running then
+		// (one run inside another has a later id). Not whatever ran then: a send in flight when
+		// another process's execution ran (a pause) is paid in that one's window, never by it.
+		const payer = payers(world, turn).sort((a, b) => b.id - a.id)[0];
 		// Its claim was made while its payer ran: after the clearings that had ended before the payer
 		// began, maybe before the others (another process clearing while this one waited to send).
 		const from = payer
