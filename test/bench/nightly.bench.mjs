@@ -220,7 +220,7 @@ export function tenths(batches) {
  * 10,000 products as 5 executions of 2,000, each with its own data), so that the last can be read
  * against the first in one n8n process.
  */
-export async function benchN8nNightly(env, { endpoints, storage, sizes, concurrency, batch, latencyMs, builds, progress, heapMiB, runs, gcStatsDir, profDir, report, split = 1 }) {
+export async function benchN8nNightly(env, { endpoints, storage, sizes, concurrency, batch, latencyMs, builds, progress, heapMiB, runs, gcStatsDir, profDir, report, split: splitInto = 1 }) {
 	const log = env.log;
 	const baseUrl = endpoints.realisticBaseUrl;
 	// `--n8n-prof=<dir>`: each run's CPU profile and sampled allocations too (cpu-profile.mjs sums them by package).
@@ -280,13 +280,13 @@ export async function benchN8nNightly(env, { endpoints, storage, sizes, concurre
 		log(`n8n nightly: after the warm-ups RSS ${(idle / MiB).toFixed(0)} MiB${heapMiB ? `, heap capped at ${heapMiB} MB` : ''}`);
 		await env.control.setLatency('generate', latencyMs);
 		for (const total of sizes) {
-			const count = Math.ceil(total / split);
+			const count = Math.ceil(total / splitInto);
 			for (let round = 0; round < runs; round++) {
 				const order = [...cells.slice(round % cells.length), ...cells.slice(0, round % cells.length)];
-				for (const cell of order) for (let part = 1; part <= split; part++) {
-					const partLabel = split > 1 ? `-part${part}of${split}` : '';
+				for (const cell of order) for (let part = 1; part <= splitInto; part++) {
+					const partLabel = splitInto > 1 ? `-part${part}of${splitInto}` : '';
 					const label = `nightly-${cell.build}-${cell.progress ? 'on' : 'off'}-n${count}${partLabel}-run${round + 1}${heapMiB ? `-heap${heapMiB}` : ''}`;
-					log(`n8n nightly: N=${count}${split > 1 ? ` (execution ${part} of ${split}, ${total} in all)` : ''}, ${NIGHTLY_BUILDS[cell.build].label}, progress ${cell.progress ? 'on' : 'off'}, run ${round + 1}`);
+					log(`n8n nightly: N=${count}${splitInto > 1 ? ` (execution ${part} of ${splitInto}, ${total} in all)` : ''}, ${NIGHTLY_BUILDS[cell.build].label}, progress ${cell.progress ? 'on' : 'off'}, run ${round + 1}`);
 					fs.rmSync(binaryDir, { recursive: true, force: true });
 					await env.control.clearRequests();
 					await hostStats(baseUrl, true);
@@ -338,7 +338,7 @@ export async function benchN8nNightly(env, { endpoints, storage, sizes, concurre
 						progress: cell.progress,
 						count,
 						part,
-						split,
+						parts: splitInto,
 						heapMiB,
 						wallMs: measured.wallMs,
 						idealMs: Math.ceil(count / batch) * Math.ceil(batch / concurrency) * latencyMs,
@@ -407,7 +407,7 @@ function nightlyFigures(results, { batch, concurrency, latencyMs, heapMiB }) {
 	const note = `Ideal = batches × waves × latency (ceil(N / ${batch}) × ceil(${batch} / ${concurrency}) × ${latencyMs} ms). First / last 10 %: the median batch time (Loop Over Items run to the next) and the highest RSS of n8n's main process over those batches. Store calls: n8n's deduplication store (n8n-profiler.cjs).`;
 	const figures = [];
 	for (const r of results) {
-		const part = r.split > 1 ? ` (execution ${r.part} of ${r.split})` : '';
+		const part = r.parts > 1 ? ` (execution ${r.part} of ${r.parts})` : '';
 		const name = `N=${r.count}${part}, ${NIGHTLY_BUILDS[r.build].label}, progress ${r.progress ? 'on' : 'off'}`;
 		const { first, last } = r.split;
 		const broken = r.problem ? ` — FAILED: ${r.problem}` : '';
@@ -423,10 +423,10 @@ function nightlyFigures(results, { batch, concurrency, latencyMs, heapMiB }) {
 		);
 	}
 	// A night split into executions: the last one against the first, in the same n8n process.
-	for (const r of results.filter((x) => x.split > 1 && x.part === x.split)) {
+	for (const r of results.filter((x) => x.parts > 1 && x.part === x.parts)) {
 		const first = results.find((x) => x.build === r.build && x.progress === r.progress && x.count === r.count && x.part === 1);
 		if (!first) continue;
-		const name = `${r.split} executions of N=${r.count}, ${NIGHTLY_BUILDS[r.build].label}, progress ${r.progress ? 'on' : 'off'}`;
+		const name = `${r.parts} executions of N=${r.count}, ${NIGHTLY_BUILDS[r.build].label}, progress ${r.progress ? 'on' : 'off'}`;
 		figures.push(
 			figure({ group, figure: `${name}: wall of the last execution against the first`, measured: r.wallMs, ideal: first.wallMs, unit: 'ms', maxRatio: 1.1, target: 'flat (≤ 1.1)' }),
 			figure({ group, figure: `${name}: peak RSS of n8n's main process, last execution against the first`, measured: r.peak, ideal: first.peak, unit: 'bytes', maxRatio: 1.1, target: 'flat (≤ 1.1)' }),
