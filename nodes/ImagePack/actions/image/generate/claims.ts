@@ -84,6 +84,17 @@ async function write(run: ClaimRun, item: ClaimItem, values: ClaimValues): Promi
 	);
 }
 
+/**
+ * A retry's one read of the sends' row (durable.ts `open`) found the item's send (before n8n 2.14,
+ * for a cut-off retry, its send under the trigger's items): it left before the stop.
+ */
+export function readAsSent(run: ClaimRun, { identity, record }: ClaimItem): boolean {
+	if (record !== 'run') return false;
+	return [identity.send, run.cutOff ? identity.witness : undefined].some(
+		(value) => value !== undefined && run.durable.sentBefore(value),
+	);
+}
+
 /** Writes the item's claim, and says what was recorded before it; nothing is sent without it. */
 export async function claimSend(
 	run: ClaimRun,
@@ -92,10 +103,7 @@ export async function claimSend(
 ): Promise<[Claimed?, Recorded?]> {
 	const { send, witness, again, windows, key } = claimValues(item, claim, run.memory.executionId);
 	// A retry's one read of the sends' row already says this left: reported with no store call.
-	const known = [send, run.cutOff ? witness : undefined].some(
-		(value) => value !== undefined && run.durable.sentBefore(value),
-	);
-	if (claim === 'fresh' && known && !item.plan.options.resendUncertain) {
+	if (claim === 'fresh' && !item.plan.options.resendUncertain && readAsSent(run, item)) {
 		return [undefined, { sent: true, again: false, key: false }];
 	}
 	const sends = [send, again].filter((value): value is string => value !== undefined);

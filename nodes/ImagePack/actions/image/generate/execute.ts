@@ -6,8 +6,8 @@
  *   recall → claim → verdict → reserve → send → settle
  *
  * The verdict (verdict.ts) says, from what the execution remembers of the item and what the durable
- * record held before its claim (claims.ts), whether it is sent, returned again, or not sent; `settle` keeps the
- * outcome in the memory, the durable record and the credit caps, in one place. Only a send spends,
+ * record held before its claim (claims.ts), whether it is sent, returned again, or not sent; `settle`
+ * keeps the outcome in the memory, the durable record and the credit caps, in one place. Only a send spends,
  * and only once its claim is written where it survives n8n being killed (durable.ts); the transport
  * resends a generation only after `429` or a connection refused before anything left.
  */
@@ -18,7 +18,7 @@ import { type Connection, connectionsPerItem, generate, proveOwnership } from '.
 import { addHints, asNodeError, eachItem } from '../../items';
 import { isToolExecution, runsAsTool } from '../../tool';
 import { reserveCredits } from './credits';
-import { type ClaimItem, type ClaimRun, both, claimSend, markResend } from './claims';
+import { type ClaimItem, type ClaimRun, both, claimSend, markResend, readAsSent } from './claims';
 import { type Claimed, DurableRecord, RECORD_LIMITS, type Settled } from './durable';
 import { type Paid, heldAnswer } from './held';
 import { STOPPED, againValue, runName } from './identity';
@@ -381,12 +381,7 @@ export async function execute(
 	// A retry's items its one read found sent before the stop are only reported: taken up after the
 	// others, they run while the sends wait on the service instead of before the first send.
 	const reported = (item?: Item) =>
-		!!item &&
-		!item.memo &&
-		!item.plan.options.resendUncertain &&
-		[item.identity.send, run.cutOff ? item.identity.witness : undefined].some(
-			(value) => value !== undefined && run.durable.sentBefore(value),
-		);
+		!!item && !item.memo && !item.plan.options.resendUncertain && readAsSent(run, item);
 	const order = [...items.keys()].sort(
 		(a, b) => Number(reported(runItems[a])) - Number(reported(runItems[b])),
 	);
