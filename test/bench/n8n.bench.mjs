@@ -766,6 +766,7 @@ export async function benchN8n(
 					profDir,
 					report: nightly.report,
 					split: nightly.split ?? 1,
+					semiSpaceMiB: nightly.semiSpace ?? 0,
 				})),
 			);
 		}

@@ -2,7 +2,7 @@
 // `npm run bench -- --n8n [--quick] [--n8n-sizes=20,100] [--n8n-concurrency=1,8] [--n8n-cpu-prof=<dir>] [--n8n-prof=<dir>] [--n8n-gc-stats=<dir>] [--n8n-runs=3] [--n8n-latency=500] [--n8n-backlog=10000] [--n8n-trigger-minutes=30] [--n8n-parts=batch,trigger,drain]
 //   [--n8n-drain-backlogs=1000,10000,100000] [--n8n-drain-caps=100,1000] [--n8n-drain-images=12,40] [--n8n-drain-heap=320] [--n8n-drain-user=1000,10000]
 //   [--n8n-parts=credentials --n8n-credentials-sessions=4 --n8n-credentials-base=4b01bcc --n8n-credentials-before=<tgz> --n8n-credentials-now=<tgz> --n8n-credentials-downloads=0]
-//   [--n8n-parts=nightly --n8n-sizes=1000,10000 --n8n-latency=300 --n8n-concurrency=8 --n8n-nightly-batch=50 --n8n-nightly-builds=imagepack,http,lean,sub --n8n-nightly-progress=off,on --n8n-nightly-heap=0,320 --n8n-nightly-split=5 --n8n-nightly-report=<file.json>]
+//   [--n8n-parts=nightly --n8n-sizes=1000,10000 --n8n-latency=300 --n8n-concurrency=8 --n8n-nightly-batch=50 --n8n-nightly-builds=imagepack,http,lean,sub --n8n-nightly-progress=off,on --n8n-nightly-heap=0,320 --n8n-nightly-split=5 --n8n-nightly-semi-space=2 --n8n-nightly-report=<file.json>]
 //   [--n8n-parts=durable --n8n-durable-sessions=2 --n8n-durable-base=8a9ff14 --n8n-durable-builds=with,without,stubbed --n8n-durable-calls=100 --n8n-durable-fills=0,1000,10000 --n8n-durable-states=bound,empty,off --n8n-durable-downloads=1]`:
 // only the figures in a real n8n (n8n.bench.mjs, drain.bench.mjs).
 // (gulp bench → node --import tsx test/bench/run.mjs). The launcher owns what the linted TypeScript
@@ -173,6 +173,7 @@ try {
 			heaps: numbers('n8n-nightly-heap'),
 			report: option('n8n-nightly-report'),
 			split: numbers('n8n-nightly-split')?.[0],
+			semiSpace: numbers('n8n-nightly-semi-space')?.[0],
 		};
 		figures.push(...(await benchN8n(env, { endpoints, storage, quick, imageBytes, sizes, concurrencies, latencyMs, backlog, triggerTimeoutMs, parts, cpuProfDir, profDir, gcStatsDir, runs, drain, durable, credentials, nightly })));
 	}
