@@ -41,7 +41,7 @@
  *   LOOP_CRASH_REPORT     a file to write every number to (JSON)
  *   LOOP_CRASH_NODE_OPTIONS more options for n8n's Node, e.g. `--cpu-prof --cpu-prof-dir=<dir>` (a profile per n8n
  *                         start that ends by itself: the last; the killed ones write none), or
- *                         `--max-semi-space-size=2` (the README's setting for a small instance: at the 320 MB heap
+ *                         `--max-semi-space-size=8` (the README's setting for a small instance: at the 320 MB heap
  *                         V8's default young generation keeps it marking n8n's heap without a pause, docs/performance.md)
  *
  *   IMAGEPACK_TARBALL=<tgz> node --import tsx --test test/e2e/loop-crash.test.mjs
