@@ -258,9 +258,10 @@ export async function benchN8nNightly(env, { endpoints, storage, sizes, concurre
 	for (const workflow of workflows) await publishWorkflow(user.dir, workflow.id);
 
 	// V8's young generation (`--max-semi-space-size`, MiB; 0: V8's default): at a 320 MB heap its default
-	// leaves V8 marking n8n's heap without a pause (docs/performance.md, "The retry after two kills").
+	// leaves V8 marking n8n's heap without a pause (docs/performance.md, "Where the retry's time went").
 	const nodeOptions = [heapMiB ? `--max-old-space-size=${heapMiB}` : '', semiSpaceMiB ? `--max-semi-space-size=${semiSpaceMiB}` : ''].filter(Boolean).join(' ');
 	const heapEnv = nodeOptions ? { NODE_OPTIONS: nodeOptions } : {};
+	const setting = heapSetting({ heapMiB, semiSpaceMiB });
 	const n8n = await startN8nRetrying({
 		userFolder: user.dir,
 		echo: Boolean(process.env.BENCH_N8N_ECHO),
@@ -280,7 +281,7 @@ export async function benchN8nNightly(env, { endpoints, storage, sizes, concurre
 			if (answer.status !== 200) throw new Error(`warm-up of ${cell.id}: HTTP ${answer.status} ${answer.text.slice(0, 500)}`);
 		}
 		const idle = await settleRss(pid);
-		log(`n8n nightly: after the warm-ups RSS ${(idle / MiB).toFixed(0)} MiB${heapMiB ? `, heap capped at ${heapMiB} MB` : ''}${semiSpaceMiB ? `, semi-space ${semiSpaceMiB} MiB` : ''}`);
+		log(`n8n nightly: after the warm-ups RSS ${(idle / MiB).toFixed(0)} MiB${setting.text ? `, ${setting.text}` : ''}`);
 		await env.control.setLatency('generate', latencyMs);
 		for (const total of sizes) {
 			const count = Math.ceil(total / splitInto);
@@ -288,7 +289,7 @@ export async function benchN8nNightly(env, { endpoints, storage, sizes, concurre
 				const order = [...cells.slice(round % cells.length), ...cells.slice(0, round % cells.length)];
 				for (const cell of order) for (let part = 1; part <= splitInto; part++) {
 					const partLabel = splitInto > 1 ? `-part${part}of${splitInto}` : '';
-					const label = `nightly-${cell.build}-${cell.progress ? 'on' : 'off'}-n${count}${partLabel}-run${round + 1}${heapMiB ? `-heap${heapMiB}` : ''}${semiSpaceMiB ? `-semi${semiSpaceMiB}` : ''}`;
+					const label = `nightly-${cell.build}-${cell.progress ? 'on' : 'off'}-n${count}${partLabel}-run${round + 1}${setting.label}`;
 					log(`n8n nightly: N=${count}${splitInto > 1 ? ` (execution ${part} of ${splitInto}, ${total} in all)` : ''}, ${NIGHTLY_BUILDS[cell.build].label}, progress ${cell.progress ? 'on' : 'off'}, run ${round + 1}`);
 					fs.rmSync(binaryDir, { recursive: true, force: true });
 					await env.control.clearRequests();
@@ -388,7 +389,7 @@ export async function benchN8nNightly(env, { endpoints, storage, sizes, concurre
 		user.cleanup();
 		fs.rmSync(bareDir, { recursive: true, force: true });
 	}
-	return nightlyFigures(results, { batch, concurrency, latencyMs, heapMiB, semiSpaceMiB });
+	return nightlyFigures(results, { batch, concurrency, latencyMs, setting });
 }
 
 const f0 = (n) => n.toFixed(0);
@@ -405,8 +406,14 @@ export function summaryLine(r) {
 	);
 }
 
-function nightlyFigures(results, { batch, concurrency, latencyMs, heapMiB, semiSpaceMiB }) {
-	const group = `N8N-6. The nightly pattern in n8n 2.41.1${heapMiB ? ` (heap ${heapMiB} MB${semiSpaceMiB ? `, semi-space ${semiSpaceMiB} MiB` : ''})` : semiSpaceMiB ? ` (semi-space ${semiSpaceMiB} MiB)` : ''}: Loop Over Items of ${batch}, Concurrency ${concurrency}, generate latency ${latencyMs} ms, downloads`;
+/** n8n's heap settings of a run, as its labels and the table's heading name them. */
+function heapSetting({ heapMiB, semiSpaceMiB }) {
+	const parts = [heapMiB ? [`-heap${heapMiB}`, `heap ${heapMiB} MB`] : undefined, semiSpaceMiB ? [`-semi${semiSpaceMiB}`, `semi-space ${semiSpaceMiB} MiB`] : undefined].filter(Boolean);
+	return { label: parts.map(([label]) => label).join(''), text: parts.map(([, text]) => text).join(', ') };
+}
+
+function nightlyFigures(results, { batch, concurrency, latencyMs, setting }) {
+	const group = `N8N-6. The nightly pattern in n8n 2.41.1${setting.text ? ` (${setting.text})` : ''}: Loop Over Items of ${batch}, Concurrency ${concurrency}, generate latency ${latencyMs} ms, downloads`;
 	const note = `Ideal = batches × waves × latency (ceil(N / ${batch}) × ceil(${batch} / ${concurrency}) × ${latencyMs} ms). First / last 10 %: the median batch time (Loop Over Items run to the next) and the highest RSS of n8n's main process over those batches. Store calls: n8n's deduplication store (n8n-profiler.cjs).`;
 	const figures = [];
 	for (const r of results) {
