@@ -115,7 +115,9 @@ export function asNodeError(
  * Runs `work` for each input item, at most `concurrency` at once (default: one after the other, as
  * n8n does); output in input order. Under Continue On Fail a failing item becomes an error item and
  * the others go on, and the items may be taken up in another `order` (a permutation of the indexes);
- * otherwise the first failure stops the node (work in flight finishes), in input order.
+ * otherwise the first failure stops the node (work in flight finishes), in input order. `paid`: the
+ * items are paid for already (Generate's downloads after the last generation), so Stop does not
+ * keep them from finishing.
  */
 export async function eachItem(
 	ctx: IExecuteFunctions,
@@ -123,13 +125,14 @@ export async function eachItem(
 	work: (itemIndex: number) => Promise<INodeExecutionData[]>,
 	concurrency = 1,
 	order?: readonly number[],
+	paid = false,
 ): Promise<INodeExecutionData[]> {
 	const continueOnFail = ctx.continueOnFail();
 	const outputs = await mapWithConcurrency(
 		items,
 		concurrency,
 		async (_item, itemIndex) => {
-			throwIfStopped(ctx, itemIndex);
+			if (!paid) throwIfStopped(ctx, itemIndex);
 			try {
 				return await work(itemIndex);
 			} catch (error) {

@@ -258,7 +258,7 @@ describe('AI Agent 3.x (the tool node as a step, its input item the call)', () =
 	});
 });
 
-describe('6. Clear Idempotency Key', () => {
+describe('6. Twin rows with one key (a saved Clear Idempotency Key, cut in issue 56, is ignored)', () => {
 	it('two identical rows with the same key: only the first is sent in that run', async () => {
 		const run = await runInEngine(
 			engine({

@@ -97,14 +97,23 @@ describe('Executions → Retry of an execution n8n was killed in', () => {
 		);
 	});
 
-	it('with Resend Uncertain Generations the user asks for them: sent again', async () => {
-		const killed = await killedAtProductFive();
-		const retry = await retryAfterKill(killed, {
-			runs: [items()],
-			parameters: generate({ resendUncertain: true }),
-		});
+	it('with Resend Uncertain Generations each retry resends what the execution it retries reported, once', async () => {
+		const killed = await killedAtProductFive({ errorOutput: false });
+		const resend = generate({ resendUncertain: true });
+		// Stop Workflow: the retry fails at the first product that left. The option on the stopped
+		// execution's own retry resends nothing it was not shown.
+		let last = await retryAfterKill(killed, { runs: [items()], parameters: resend });
+		expect(last.error?.context).toMatchObject({ code: 'interrupted_send', itemIndex: 0 });
+		expect(await requestsPer()).toEqual([1, 1, 1, 1, 0, 0, 0, 0]);
+		// Each retry of the failed retry resends the product it reported, and reports the next.
+		const reported: unknown[] = [last.error?.context?.itemIndex];
+		for (let retries = 0; last.error && retries < 5; retries++) {
+			last = await retryExecution(last, resend);
+			if (last.error) reported.push(last.error.context?.itemIndex);
+		}
+		expect(reported).toEqual([0, 1, 2, 3]);
 		expect(await requestsPer()).toEqual([2, 2, 2, 2, 1, 1, 1, 1]);
-		expect(retry.output).toHaveLength(8);
+		expect(last.output).toHaveLength(8);
 	});
 
 	it('two identical items are two sends, each recorded', async () => {
@@ -347,7 +356,7 @@ describe('Idempotency Key', () => {
 	const keyed = (options: IDataObject = {}) =>
 		generate({ idempotencyKey: '={{ $json.sku }}-2026-11-27', ...options });
 
-	it('a key already used is never sent again, by any execution, until cleared', async () => {
+	it('a key already used is never sent again, by any execution; a new key generates', async () => {
 		await runInEngine(engine({ parameters: keyed(), runs: [items(SKUS.slice(0, 2))] }));
 		const again = await runInEngine(
 			engine({ parameters: keyed(), runs: [items(SKUS.slice(0, 3))] }),
@@ -358,13 +367,20 @@ describe('Idempotency Key', () => {
 		expect(String((again.errorOutput[0].json.error as IDataObject).message)).toMatch(
 			/^Not sent: the Idempotency Key "product 1-2026-11-27" was already used by this node/,
 		);
-		// Cleared for one run: sent, and recorded again.
-		const cleared = await runInEngine(
+		// A saved workflow that still carries Clear Idempotency Key (cut in issue 56) runs: the option
+		// is ignored, the key stays used.
+		const saved = await runInEngine(
 			engine({ parameters: keyed({ clearIdempotencyKey: true }), runs: [items(SKUS.slice(0, 1))] }),
 		);
-		expect(cleared.output).toHaveLength(1);
+		expect(codes(saved)).toEqual(['idempotency_key_used']);
+		// A new key (a version added) generates, once.
+		const versioned = generate({ idempotencyKey: '={{ $json.sku }}-2026-11-27-v2' });
+		const v2 = await runInEngine(
+			engine({ parameters: versioned, runs: [items(SKUS.slice(0, 1))] }),
+		);
+		expect(v2.output).toHaveLength(1);
 		const after = await runInEngine(
-			engine({ parameters: keyed(), runs: [items(SKUS.slice(0, 1))] }),
+			engine({ parameters: versioned, runs: [items(SKUS.slice(0, 1))] }),
 		);
 		expect(codes(after)).toEqual(['idempotency_key_used']);
 		expect(await requestsPer(SKUS.slice(0, 3))).toEqual([2, 1, 1]);

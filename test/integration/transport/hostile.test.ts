@@ -535,18 +535,24 @@ describe('Stop: the execution’s cancel signal ends every wait', () => {
 		expect((error as Failure).message).toMatch(/stopped/);
 	});
 
-	it('Generate with one lane: a Stop during the downloads after the generations ends them', async () => {
+	it('Generate with one lane: a Stop during the downloads after the generations ends them, every paid item kept', async () => {
 		const stop = new AbortController();
 		api.script(GENERATE, (_request, reply) => reply.send(okGeneration(1)));
 		api.script('GET /api/file/a_0.png', stopMidBody(stop));
-		const error = await runNode({
+		const output = await runNode({
 			nodeType: new ImagePack(),
 			parameters: generate({ options: { concurrency: 1 } }),
 			items: [{ json: {} }, { json: {} }, { json: {} }],
 			credentials: { baseUrl: api.url, apiKey: KEY },
 			abortSignal: stop.signal,
-		}).catch((caught: Failure) => caught);
-		expect((error as Failure).message).toMatch(/stopped/);
+		});
+		// Paid for: each item keeps its result, the downloads the Stop cut reported on it (issue 56).
+		expect(output[0].map((item) => item.json.turn_id)).toEqual(['t_1', 't_1', 't_1']);
+		for (const item of output[0]) {
+			expect(item.json.download_errors).toEqual([
+				expect.objectContaining({ error: expect.stringMatching(/stopped/) }),
+			]);
+		}
 		// Every generation first, then one download, cut off: no further one starts.
 		expect(api.seen.map((request) => request.method)).toEqual(['POST', 'POST', 'POST', 'GET']);
 	});

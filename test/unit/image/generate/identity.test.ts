@@ -2,15 +2,19 @@
  * One item's identity alone: what it is known by, and which of the execution's identical asks it is.
  */
 import {
-	TOOL_WINDOW_MS,
-	againValue,
 	digestOf,
 	identify,
 	occurrences,
 	requestDigest,
 	runName,
-	toolWindows,
 } from '../../../../nodes/ImagePack/actions/image/generate/identity';
+import {
+	TOOL_WINDOW_MS,
+	askOf,
+	inClaimsRow,
+	kindOf,
+	ledger,
+} from '../../../../nodes/ImagePack/actions/image/generate/ledger';
 
 const place = { node: 'wf node', run: 'token abc', fingerprint: 'f1' };
 const ask = { body: { prompt: 'a mug', n: 1 }, language: 'en', call: '', idempotencyKey: '' };
@@ -33,13 +37,16 @@ describe('identify', () => {
 		expect(of({ call: 'call_2' }).send).toBe(of().send); // an agent's retry asks with a new call id
 	});
 
-	it('the Idempotency Key alone, whatever the run and the request', () => {
-		const key = of({ idempotencyKey: 'sku-1' }).key;
+	it('the Idempotency Key and its account, whatever the run and the request', () => {
+		const { key, keyOpen } = of({ idempotencyKey: 'sku-1' });
 		expect(key).not.toBe('');
+		expect(keyOpen).not.toBe(key);
 		expect(
 			of({ idempotencyKey: 'sku-1', body: { prompt: 'x', n: 1 } }, { ...place, run: 'token 2' })
 				.key,
 		).toBe(key);
+		// One key under two accounts is two generations.
+		expect(of({ idempotencyKey: 'sku-1' }, { ...place, fingerprint: 'f2' }).key).not.toBe(key);
 		expect(of().key).toBe('');
 	});
 
@@ -53,16 +60,34 @@ describe('identify', () => {
 	});
 
 	it("a tool call's windows: this one and the next, so a repeat within one window matches", () => {
+		const ask = askOf(of().digest, 'f1');
 		const now = 5 * TOOL_WINDOW_MS + 10;
-		const windows = toolWindows(of(), now);
+		const windows = ledger.tool(ask, now);
 		expect(windows).toHaveLength(2);
-		expect(windows).toContain(toolWindows(of(), now + TOOL_WINDOW_MS - 1)[0]);
-		expect(windows).not.toContain(toolWindows(of(), now + 2 * TOOL_WINDOW_MS)[0]);
+		expect(windows).toContain(ledger.tool(ask, now + TOOL_WINDOW_MS - 1)[0]);
+		expect(windows).not.toContain(ledger.tool(ask, now + 2 * TOOL_WINDOW_MS)[0]);
 	});
 
-	it('a send again names the execution it follows', () => {
-		expect(againValue(of(), 'e1')).not.toBe(againValue(of(), 'e2'));
-		expect(againValue(of(), 'e1')).not.toBe(of().send);
+	it('a send again names the saved record it follows', () => {
+		expect(ledger.again('e1', of().send)).not.toBe(ledger.again('e2', of().send));
+		expect(ledger.again('e1', of().send)).not.toBe(of().send);
+	});
+});
+
+describe('ledger', () => {
+	it('every value says its kind, and the claims row names the node of a send only', () => {
+		const item = of({ idempotencyKey: 'sku-1' });
+		const values = [
+			item.send,
+			item.key,
+			item.keyOpen,
+			ledger.again('e1', item.send),
+			ledger.began('run'),
+			...ledger.tool('a f', 0),
+		];
+		expect(values.map(kindOf)).toEqual(['send', 'key', 'open', 'again', 'began', 'tool', 'tool']);
+		expect(inClaimsRow('wf node', item.key)).toBe(item.key);
+		expect(inClaimsRow('wf node', item.send)).toBe(`claim wf node ${item.send}`);
 	});
 });
 

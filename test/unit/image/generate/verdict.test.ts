@@ -10,6 +10,7 @@ import type {
 } from '../../../../nodes/ImagePack/actions/image/generate/stores';
 import {
 	type Facts,
+	type Recorded,
 	failureKind,
 	notSentError,
 	verdict,
@@ -46,7 +47,7 @@ const base: Facts = {
 	resendUncertain: false,
 	record: 'run',
 };
-const none = { sent: false, again: false, key: false };
+const none: Recorded = { sent: false, again: false, key: 'unused' };
 const kind = (facts: Partial<Facts>) => {
 	const result = verdict({ ...base, ...facts });
 	if (result.kind === 'notSent') {
@@ -58,7 +59,7 @@ const kind = (facts: Partial<Facts>) => {
 
 describe('verdict', () => {
 	it.each<[string, Partial<Facts>, string]>([
-		// Nothing remembered: the durable record decides.
+		// Nothing remembered: the ledger decides.
 		['nothing remembered', {}, 'claim fresh'],
 		['nothing recorded before', { recorded: none }, 'send fresh'],
 		[
@@ -67,88 +68,39 @@ describe('verdict', () => {
 			'not sent: interrupted_send (stop)',
 		],
 		[
+			'…whatever the options: only a retry of the execution that reports it resends it',
+			{ resendUncertain: true, recorded: { ...none, sent: true } },
+			'not sent: interrupted_send (stop)',
+		],
+		[
 			"the same, a tool call's window",
 			{ record: 'tool', recorded: { ...none, sent: true } },
 			'not sent: interrupted_send (tool)',
 		],
 		[
-			'the same, Resend Uncertain Generations on: its mark is asked for',
-			{ resendUncertain: true, recorded: { ...none, sent: true } },
-			'mark',
-		],
-		[
-			'…its mark not recorded before: sent',
-			{ resendUncertain: true, recorded: { ...none, sent: true }, resendMark: false },
-			'send fresh',
-		],
-		[
-			'…its mark recorded before (another retry of the stopped attempt resent it): not sent',
-			{ resendUncertain: true, recorded: { ...none, sent: true }, resendMark: true },
-			'not sent: interrupted_send (resend)',
-		],
-		[
-			'a try after such a resend was refused: a resend too (the send found, Resend on)',
-			{
-				memo: refused('internal_error'),
-				resendUncertain: true,
-				recorded: { ...none, sent: true },
-			},
-			'mark',
-		],
-		[
-			'Resend on, nothing recorded before: no mark (a fresh send)',
+			'Resend on, nothing recorded before: a fresh send',
 			{ resendUncertain: true, recorded: none },
 			'send fresh',
 		],
 		[
-			'an Idempotency Key used',
-			{ recorded: { ...none, key: true } },
+			'an Idempotency Key used (on this account)',
+			{ recorded: { ...none, key: 'used' } },
 			'not sent: idempotency_key_used',
 		],
 		[
 			'a key used, even with Resend on',
-			{ resendUncertain: true, recorded: { ...none, key: true } },
+			{ resendUncertain: true, recorded: { ...none, key: 'used' } },
 			'not sent: idempotency_key_used',
 		],
 		[
-			'sent by an attempt n8n did not finish, its key used by that send, Resend on: sent',
-			{ resendUncertain: true, recorded: { ...none, sent: true, key: true }, resendMark: false },
-			'send fresh',
-		],
-		[
-			'…the same, its key claimed before by a twin row of this execution (Resend on): not sent',
-			{ resendUncertain: true, recorded: { ...none, sent: true, key: true, keyResent: true } },
-			'not sent: idempotency_key_used',
-		],
-		[
-			'a key whose send got no answer (n8n stopped): reported, never called free',
-			{ recorded: { ...none, key: true, keyOpen: true } },
+			'a key open (its run did not end: n8n stopped, or its send got no answer): reported, never called free',
+			{ recorded: { ...none, key: 'open' } },
 			'not sent: interrupted_send (key)',
 		],
 		[
-			"…sent on the user's word (Resend on)",
-			{ resendUncertain: true, recorded: { ...none, key: true, keyOpen: true } },
-			'send fresh',
-		],
-		[
-			"Clear Idempotency Key, the run's first claim of the key: sent",
-			{ clearKey: true, recorded: { ...none, key: true } },
-			'send fresh',
-		],
-		[
-			'…its twin, a later try or batch, a retry after a stop: the key used',
-			{ clearKey: true, recorded: { ...none, key: true, keyCleared: true } },
-			'not sent: idempotency_key_used',
-		],
-		[
-			"before n8n 2.14, a retry of a run n8n stopped here: a send under the trigger's items",
-			{ cutOff: true, recorded: { ...none, witness: true } },
-			'not sent: interrupted_send (stop)',
-		],
-		[
-			'…any other execution does not read it (identical manual runs share it)',
-			{ recorded: { ...none, witness: true } },
-			'send fresh',
+			'…even with Resend on: the row that sent it resends it, not another',
+			{ resendUncertain: true, recorded: { ...none, key: 'open' } },
+			'not sent: interrupted_send (key)',
 		],
 		[
 			'an earlier identical call of this execution may have been charged',
@@ -175,14 +127,14 @@ describe('verdict', () => {
 			'not sent: other_key',
 		],
 		[
-			'another key, not confirmed, Resend on',
+			'…even with Resend on: reported first, resent by a retry of the execution that reports it',
 			{
 				memo: generated,
 				fingerprint: 'f2',
 				resendUncertain: true,
 				proof: { same: false, reason: '404' },
 			},
-			'claim again',
+			'not sent: other_key',
 		],
 		// Uncertain: never sent again by the same execution; a retry only on the user's word, once.
 		['uncertain, a try of this execution', { memo: uncertain() }, 'not sent: reported (try)'],
@@ -208,12 +160,8 @@ describe('verdict', () => {
 			'not sent: interrupted_send (resend)',
 		],
 		[
-			'…its own key is no reason',
-			{
-				memo: uncertain('e0'),
-				resendUncertain: true,
-				recorded: { ...none, key: true, keyOpen: true },
-			},
+			'…its own key, open, is no reason',
+			{ memo: uncertain('e0'), resendUncertain: true, recorded: { ...none, key: 'open' } },
 			'send again',
 		],
 		// Refused: a retried execution sends it; a try only when a second try can pass.
@@ -225,7 +173,7 @@ describe('verdict', () => {
 		],
 		[
 			'…a key another item or execution used meanwhile is',
-			{ memo: refused('internal_error'), recorded: { ...none, key: true } },
+			{ memo: refused('internal_error'), recorded: { ...none, key: 'used' } },
 			'not sent: idempotency_key_used',
 		],
 		[
@@ -250,17 +198,17 @@ describe('verdict', () => {
 			'not sent: interrupted_send (retry)',
 		],
 		[
-			'…the same, Resend on',
+			'…the same, Resend on: once per saved record all the same',
 			{
 				memo: refused('insufficient_credits', 'e0'),
 				resendUncertain: true,
 				recorded: { ...none, again: true },
 			},
-			'send again',
+			'not sent: interrupted_send (retry)',
 		],
 		[
 			'…its key used since',
-			{ memo: refused('insufficient_credits', 'e0'), recorded: { ...none, key: true } },
+			{ memo: refused('insufficient_credits', 'e0'), recorded: { ...none, key: 'used' } },
 			'not sent: idempotency_key_used',
 		],
 	])('%s', (_case, facts, expected) => {

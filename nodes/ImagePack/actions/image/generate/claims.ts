@@ -1,13 +1,14 @@
 /**
  * An item's claims in the durable record (durable.ts), between the verdict's asks (verdict.ts) and
- * the send: what a claim records for the item (identity.ts values), what it found recorded before,
- * and the mark a resend after a stop claims apart. execute.ts's item sequence asks for them.
+ * the send: what a claim records for the item (its ledger values, identity.ts), and what it found
+ * recorded before. execute.ts's item sequence asks for them.
  */
 import type { IExecuteFunctions } from 'n8n-workflow';
 
 import { imagePackError } from '../../../shared/errors';
 import type { ClaimValues, Claimed, DurableRecord } from './durable';
-import { type ItemIdentity, STOPPED, againValue, toolWindows } from './identity';
+import type { ItemIdentity } from './identity';
+import { askOf, ledger } from './ledger';
 import type { ItemPlan } from './plan';
 import type { Memo, RunMemory } from './stores';
 import type { Claim, Recorded } from './verdict';
@@ -42,29 +43,21 @@ export interface ClaimItem {
 
 /**
  * The values a claim records (durable.ts `ClaimValues`): the run's send, a tool call's windows, or
- * a send again; the Idempotency Key with its open mark, and Clear's mark of the key for this run.
+ * a send again; the Idempotency Key with its open mark.
  */
-function claimValues(
-	{ identity, memo, plan, record }: ClaimItem,
-	claim: Claim,
-	executionId: string,
-) {
-	const again = claim === 'again' ? againValue(identity, memo!.executionId) : undefined;
-	const clearing = plan.options.clearIdempotencyKey ? [identity.keyCleared] : [];
-	// With Resend Uncertain Generations: the key claimed by this execution, so that of two rows with
-	// one key the second is not sent, a resend or not (verdict.ts `keyResent`).
-	if (plan.options.resendUncertain && identity.key) {
-		clearing.push(`resend ${executionId} ${identity.key}`);
-	}
+function claimValues({ identity, memo, record }: ClaimItem, claim: Claim) {
 	// A send again is also the run's send: a retry of the stopped execution it descends from (which
 	// shares the run) finds it and does not pay for it again.
 	const sending = record === 'run';
 	return {
 		send: sending ? identity.send : undefined,
 		witness: sending ? identity.witness : undefined,
-		again,
-		windows: claim !== 'again' && record === 'tool' ? toolWindows(identity, Date.now()) : [],
-		key: identity.key ? [identity.key, identity.keyOpen, ...clearing] : [],
+		again: claim === 'again' ? ledger.again(memo!.executionId, identity.send) : undefined,
+		windows:
+			claim !== 'again' && record === 'tool'
+				? ledger.tool(askOf(identity.digest, identity.fingerprint), Date.now())
+				: [],
+		key: identity.key ? [identity.key, identity.keyOpen] : [],
 	};
 }
 
@@ -101,51 +94,20 @@ export async function claimSend(
 	item: ClaimItem,
 	claim: Claim,
 ): Promise<[Claimed?, Recorded?]> {
-	const { send, witness, again, windows, key } = claimValues(item, claim, run.memory.executionId);
+	const { send, witness, again, windows, key } = claimValues(item, claim);
 	// A retry's one read of the sends' row already says this left: reported with no store call.
-	if (claim === 'fresh' && !item.plan.options.resendUncertain && readAsSent(run, item)) {
-		return [undefined, { sent: true, again: false, key: false }];
+	if (claim === 'fresh' && readAsSent(run, item)) {
+		return [undefined, { sent: true, again: false, key: 'unused' }];
 	}
 	const sends = [send, again].filter((value): value is string => value !== undefined);
 	const shared = witness ? [witness] : [];
 	const claimed = await write(run, item, { sends, shared, key, windows });
-	const found = (value?: string) => value !== undefined && claimed.found.has(value);
+	const found = (value?: string) => !!value && claimed.found.has(value);
 	const { identity } = item;
 	const recorded: Recorded = {
-		sent: found(send) || windows.some(found),
-		witness: found(witness),
+		sent: found(send) || windows.some(found) || (run.cutOff && found(witness)),
 		again: found(again),
-		key: found(identity.key || undefined),
-		keyOpen: found(identity.keyOpen || undefined),
-		keyCleared: found(identity.keyCleared || undefined),
-		keyResent: found(key.find((value) => value.startsWith('resend '))),
+		key: !found(identity.key) ? 'unused' : found(identity.keyOpen) ? 'open' : 'used',
 	};
 	return [claimed, recorded];
-}
-
-/**
- * Resending what an attempt n8n did not finish sent (it saved no record to name): a second claim,
- * `again stopped <send>`, made only for such a resend, so that of two retries of one stopped
- * execution with Resend Uncertain Generations only the first resends it. Says whether it was there.
- */
-export async function markResend(run: ClaimRun, item: ClaimItem): Promise<[Claimed, boolean]> {
-	const mark = againValue(item.identity, STOPPED);
-	const claimed = await write(run, item, { sends: [mark], windows: [] });
-	return [claimed, claimed.found.has(mark)];
-}
-
-/** Two claims of one item settle together. */
-export function both(first: Claimed | undefined, second: Claimed): Claimed {
-	if (!first) return second;
-	return {
-		found: new Set([...first.found, ...second.found]),
-		settle: async (outcome) => {
-			await first.settle(outcome);
-			await second.settle(outcome);
-		},
-		answered: async () => {
-			await first.answered();
-			await second.answered();
-		},
-	};
 }

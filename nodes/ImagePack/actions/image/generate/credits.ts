@@ -69,6 +69,11 @@ export class HourlyCaps {
 		return { ok: true, spend };
 	}
 
+	/** Counts what may have been spent, whatever the cap (an earlier attempt's send). */
+	add(node: string, credits: number): void {
+		this.recent(node).push({ at: this.now(), credits });
+	}
+
 	/** Replaces a reservation by what was charged (0 when nothing was). */
 	settle(spend: Spend, charged: number): void {
 		spend.credits = Math.max(0, charged);
@@ -170,6 +175,20 @@ export function reserveCredits(
 		ledger.settle(estimate, charged);
 		settleHour(charged);
 	};
+}
+
+/**
+ * An item reported sent by an attempt n8n did not finish (its charge unknown, never saved in the
+ * execution's ledger): counted at its estimate under both caps, so a cap holds across a kill.
+ */
+export function countUncertain(
+	ctx: IExecuteFunctions,
+	estimate: number,
+	caps: Record<'maxCreditsPerExecution' | 'maxCreditsPerHour', number>,
+): void {
+	if (caps.maxCreditsPerHour > 0) hourly.add(nodeName(ctx), estimate);
+	const ledger = new ExecutionLedger(contextData(ctx, 'flow'));
+	ledger.settle(0, estimate);
 }
 
 /** The execution's cap as the item's output shows it, when one is set. */

@@ -46,14 +46,6 @@ export const generateOptions: INodeProperties[] = [
 			'As a tool: answer within this time, with the images or with "still running" and a handle; the generation goes on and a call with the same arguments (or the handle) collects it, charged once. Unset: 45 under an MCP Server Trigger (clients give a call 60 s), no bound under an AI Agent. 0 = wait for the images.',
 	},
 	{
-		displayName: 'Clear Idempotency Key',
-		name: 'clearIdempotencyKey',
-		type: 'boolean',
-		default: false,
-		description:
-			'Whether to forget this item’s Idempotency Key before sending, so that a key already used generates (and is charged) again. Turn it on for one run, then off.',
-	},
-	{
 		displayName: 'Collect Handle',
 		name: 'handle',
 		type: 'string',
@@ -85,7 +77,7 @@ export const generateOptions: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		placeholder: '={{ $json.sku }}-{{ $today.toISODate() }}',
-		description: `A key for this item’s generation, such as the product and the day. A key this node already sent is never sent again, by any execution (new, retried or after n8n stopped), until Clear Idempotency Key is used; the item then fails with code idempotency_key_used, charge not_sent. Kept in n8n’s database with the workflow’s newest ${RECORD_LIMITS.keys.toLocaleString('en-US')} keys, whatever else the node records; empty = no key.`,
+		description: `A key for this item’s generation, such as the product and the day. A key this node already sent for this account is never sent again, by any execution (new, retried or after n8n stopped): the item fails with code idempotency_key_used, charge not_sent. To generate a product again, give it a new key (add a version). Kept in n8n’s database with the workflow’s newest ${RECORD_LIMITS.keys.toLocaleString('en-US')} keys, whatever else the node records; empty = no key.`,
 	},
 	{
 		displayName: 'Image Links',
@@ -161,7 +153,7 @@ export const generateOptions: INodeProperties[] = [
 		type: 'boolean',
 		default: false,
 		description:
-			'Whether a retry of a failed execution (Executions → Retry with the saved workflow) sends again the items whose earlier request may have been charged (a timeout or a dropped connection after sending). Check their session on the website first: if the generation ran, sending it again pays twice. Retry On Fail never sends them again.',
+			'Whether a retry of a failed execution (Executions → Retry with the saved workflow) sends again, once, the items that execution reported as may have been charged (a timeout, a dropped connection, interrupted_send). Check their session on the website first: if the generation ran, sending it again pays twice. A new execution and Retry On Fail never send them again.',
 	},
 	{
 		displayName: 'Timeout (Seconds)',

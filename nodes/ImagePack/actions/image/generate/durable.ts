@@ -14,6 +14,7 @@
 import type { IExecuteFunctions } from 'n8n-workflow';
 
 import { nodeName } from './identity';
+import { inClaimsRow, kindOf, ledger } from './ledger';
 
 /**
  * The rows and their caps, in values. A claim is written to the workflow's row (`claims`), which it
@@ -117,6 +118,16 @@ async function recordInTurn(
 // send (an identical call at the same moment, a twin row in flight).
 const inFlight = new Map<string, number>();
 
+function hold(value: string): void {
+	inFlight.set(value, (inFlight.get(value) ?? 0) + 1);
+}
+
+function release(value: string): void {
+	const left = (inFlight.get(value) ?? 1) - 1;
+	if (left > 0) inFlight.set(value, left);
+	else inFlight.delete(value);
+}
+
 // Paid sends settled in this process and not yet moved to their node's row, by node.
 const toMove = new Map<string, string[]>();
 
@@ -146,7 +157,7 @@ export type Settled = 'generated' | 'uncertain' | 'refused' | 'not sent';
 
 /**
  * What a claim records: sends (the run's, or a send again), the Idempotency Key's values (the key,
- * its open mark, Clear's once-per-run mark), or a tool call's windows.
+ * its open mark), or a tool call's windows.
  */
 export interface ClaimValues {
 	sends: string[];
@@ -189,10 +200,6 @@ export class DurableRecord {
 		this.lines = { node: this.node, workflow: `${ctx.getWorkflow().id ?? ''} ` };
 	}
 
-	/** A value as the claims' row holds it: a key's values name their node already, the rest get it. */
-	private readonly claimValue = (value: string): string =>
-		/^(key|open|clear) /.test(value) ? value : `claim ${this.node} ${value}`;
-
 	private async call<T>(scope: Scope, work: (helpers: DeduplicationHelpers) => Promise<T>) {
 		const helpers = this.helpers as DeduplicationHelpers;
 		const once = async () => await inTurn(this.lines[scope], async () => await work(helpers));
@@ -221,7 +228,7 @@ export class DurableRecord {
 				if (openedHere.has(here)) return;
 				const { processed } = await this.call(
 					'node',
-					async () => await helpers.checkProcessedAndRecord([`began ${run}`], 'node', options),
+					async () => await helpers.checkProcessedAndRecord([ledger.began(run)], 'node', options),
 				);
 				if (!processed.length) {
 					openedHere.add(here);
@@ -287,7 +294,7 @@ export class DurableRecord {
 		const atClaims = inClaims.length
 			? await recordInTurn(
 					this.lines.workflow,
-					inClaims.map(this.claimValue),
+					inClaims.map((value) => inClaimsRow(this.node, value)),
 					write('workflow'),
 				).catch(failed)
 			: new Set<string>();
@@ -298,39 +305,35 @@ export class DurableRecord {
 			);
 			return atClaims;
 		}
-		const inClaimsRow = (value: string) => atClaims.has(this.claimValue(value));
+		const inRow = (value: string) => atClaims.has(inClaimsRow(this.node, value));
 		const before = [
-			...inClaims.filter((value) => inClaimsRow(value) || this.moved.has(value)),
+			...inClaims.filter((value) => inRow(value) || this.moved.has(value)),
 			...windows.filter((value) => atNode.has(value)),
 		];
 		// A window, an open key or a shared send that a claim of this process still holds is no
 		// interrupted one, and is not let go by another claim's refusal.
-		const held = [...windows, ...shared, ...key.filter((value) => value.startsWith('open '))];
+		const open = key.filter((value) => kindOf(value) === 'open');
+		const held = [...windows, ...shared, ...open];
 		const found = new Set(before.filter((value) => !inFlight.has(value)));
-		for (const value of held) inFlight.set(value, (inFlight.get(value) ?? 0) + 1);
+		for (const value of held) hold(value);
 		for (const value of sends) leftByAsking.get(this.node)?.delete(value);
 		const fresh = (values: string[], row: (value: string) => boolean) =>
 			values.filter((value) => !row(value) && !inFlight.has(value));
 		// Sends an attempt n8n did not finish left in the claims' row move once this claim saw them.
-		const leftBefore = sends.filter(inClaimsRow);
-		let holding = true;
-		const letGo = () => {
-			if (!holding) return;
-			holding = false;
-			for (const value of held) {
-				const left = (inFlight.get(value) ?? 1) - 1;
-				if (left > 0) inFlight.set(value, left);
-				else inFlight.delete(value);
-			}
+		const leftBefore = sends.filter(inRow);
+		const holding = new Set(held);
+		const letGo = (values: string[]) => {
+			for (const value of values) if (holding.delete(value)) release(value);
 		};
-		let windowsHeld = windows.length > 0;
+		let answered = false;
 		return {
 			found,
 			settle: async (outcome) => {
-				letGo();
+				// An answered key stays open, and held, until its caller has the answer (`answered`).
+				letGo(outcome === 'generated' ? [...windows, ...shared] : held);
 				if (outcome === 'refused' || outcome === 'not sent') {
-					windowsHeld = false;
-					await this.forget(fresh(inClaims, inClaimsRow));
+					answered = true;
+					await this.forget(fresh(inClaims, inRow));
 					await this.forget(
 						fresh(windows, (value) => atNode.has(value)),
 						'node',
@@ -338,16 +341,15 @@ export class DurableRecord {
 					await this.move(leftBefore);
 					return;
 				}
-				await this.move([...sends.filter((value) => !inClaimsRow(value)), ...leftBefore]);
-				// Answered: the key is used, no longer open (a twin row holding it meanwhile was told
-				// it is used). Uncertain: it stays open.
-				if (outcome === 'generated')
-					await this.forget(key.filter((value) => value.startsWith('open ')));
+				await this.move([...sends.filter((value) => !inRow(value)), ...leftBefore]);
 			},
 			answered: async () => {
-				if (!windowsHeld) return;
-				windowsHeld = false;
-				// A window another call recorded before stays: that call may still need it.
+				if (answered) return;
+				answered = true;
+				letGo(held);
+				// The key is used, no longer open; a window another call recorded before stays: that
+				// call may still need it.
+				await this.forget(open.filter((value) => !inFlight.has(value)));
 				await this.forget(
 					windows.filter((value) => !found.has(value) && !inFlight.has(value)),
 					'node',
@@ -380,6 +382,11 @@ export class DurableRecord {
 		await this.forget(group);
 	}
 
+	/** Takes a delivered item's open key out (a replay of what an earlier attempt paid). */
+	async release(values: string[]): Promise<void> {
+		await this.forget(values);
+	}
+
 	/**
 	 * Takes values out of a row (a claim let go, an answered key's open mark, sends moved, a tool
 	 * call's windows), tried once more like a claim; a failure leaves them recorded: a later attempt
@@ -387,7 +394,8 @@ export class DurableRecord {
 	 */
 	private async forget(values: string[], scope: Scope = 'workflow'): Promise<void> {
 		if (!values.length || typeof this.helpers.removeProcessed !== 'function') return;
-		const stored = scope === 'workflow' ? values.map(this.claimValue) : values;
+		const stored =
+			scope === 'workflow' ? values.map((value) => inClaimsRow(this.node, value)) : values;
 		await this.call(
 			scope,
 			async (helpers) => await helpers.removeProcessed(stored, scope, this.options[scope]),

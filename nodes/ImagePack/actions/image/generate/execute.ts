@@ -17,11 +17,12 @@ import { errorFacts, errorMessage, imagePackError } from '../../../shared/errors
 import { type Connection, connectionsPerItem, generate, proveOwnership } from '../../../transport';
 import { addHints, asNodeError, eachItem } from '../../items';
 import { isToolExecution, runsAsTool } from '../../tool';
-import { reserveCredits } from './credits';
-import { type ClaimItem, type ClaimRun, both, claimSend, markResend, readAsSent } from './claims';
+import { countUncertain, reserveCredits } from './credits';
+import { type ClaimItem, type ClaimRun, claimSend, readAsSent } from './claims';
 import { type Claimed, DurableRecord, RECORD_LIMITS, type Settled } from './durable';
 import { type Paid, heldAnswer } from './held';
-import { STOPPED, againValue, runName } from './identity';
+import { runName } from './identity';
+import { ledger } from './ledger';
 import {
 	type Answered,
 	type Finish,
@@ -33,7 +34,14 @@ import {
 import { type ItemPlan, type ItemRun, planItem } from './plan';
 import { cutOff, identities, openMemory } from './recall';
 import type { Memo, Outcome, StoredFailure } from './stores';
-import { type Facts, type Recorded, failureKind, notSentError, verdict } from './verdict';
+import {
+	type Facts,
+	type NotSent,
+	type Recorded,
+	failureKind,
+	notSentError,
+	verdict,
+} from './verdict';
 
 /** What every item of one node run shares (what its claims need: claims.ts `ClaimRun`). */
 interface Run extends ClaimRun {
@@ -42,6 +50,8 @@ interface Run extends ClaimRun {
 	ownContext: boolean;
 	/** Items answered from the memory instead of being sent. */
 	replayed: number[];
+	/** Paid items' keys and windows, let go once the run ends with their answers (durable.ts). */
+	delivered: Array<() => Promise<void>>;
 }
 
 /** The item as the sequence sees it: its run, plan, identity, what the memory recognises. */
@@ -54,8 +64,6 @@ function factsOf(run: Run, { identity, memo, plan, record }: Item): Facts {
 		executionId: run.memory.executionId,
 		fingerprint: identity.fingerprint,
 		resendUncertain: plan.options.resendUncertain,
-		clearKey: plan.options.clearIdempotencyKey,
-		cutOff: run.cutOff,
 		earlierUncertain: run.asTool
 			? run.memory.earlierUncertain(identity.digest, identity.fingerprint)
 			: undefined,
@@ -66,16 +74,16 @@ function factsOf(run: Run, { identity, memo, plan, record }: Item): Facts {
 /** A generation made under another key: does its first file answer this key? */
 async function prove(run: Run, item: Item): Promise<Facts['proof']> {
 	const memo = item.memo as Memo & { kind: 'generated' };
-	const made = memo.fingerprint ?? '';
-	// One file answering this key proves the account for every record made under that other key.
-	if (run.memory.confirmed.has(made)) return { same: true, reason: 'confirmed for this run' };
+	// One file answering this key proves its account for every record made under that other key.
+	const pair = `${memo.fingerprint ?? ''} ${item.identity.fingerprint}`;
+	if (run.memory.confirmed.has(pair)) return { same: true, reason: 'confirmed for this run' };
 	const images = (memo.answer.body as { images?: unknown }).images;
 	const first = Array.isArray(images) ? (images[0] as { url?: unknown } | undefined) : undefined;
 	const { verdict: answer, reason } =
 		typeof first?.url === 'string'
 			? await proveOwnership(run.ctx, item.connection, { fileUrl: first.url }, item)
 			: { verdict: 'unknown', reason: 'the answer holds no file to ask about' };
-	if (answer === 'same' && made) run.memory.confirmed.add(made);
+	if (answer === 'same' && memo.fingerprint) run.memory.confirmed.add(pair);
 	return { same: answer === 'same', reason };
 }
 
@@ -152,13 +160,9 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 	let facts = factsOf(run, item);
 	let claimed: Claimed | undefined;
 	let decided = verdict(facts);
-	while (decided.kind === 'prove' || decided.kind === 'claim' || decided.kind === 'mark') {
+	while (decided.kind === 'prove' || decided.kind === 'claim') {
 		if (decided.kind === 'prove') facts = { ...facts, proof: await prove(run, item) };
-		else if (decided.kind === 'mark') {
-			const [mark, found] = await markResend(run, item);
-			claimed = both(claimed, mark);
-			facts = { ...facts, resendMark: found };
-		} else {
+		else {
 			let recorded: Recorded | undefined;
 			[claimed, recorded] = await claimSend(run, item, decided.claim);
 			facts = { ...facts, recorded };
@@ -173,7 +177,9 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 			]);
 		}
 		await settle(run, item, { kind: 'generated', answer }, claimed);
-		return { answer, answered: async () => {}, replayed: true };
+		// Delivered now: a key an earlier attempt left open is used.
+		const keyOpen = item.identity.keyOpen ? [item.identity.keyOpen] : [];
+		return { answer, answered: async () => await run.durable.release(keyOpen), replayed: true };
 	}
 	if (decided.kind === 'notSent') {
 		await settle(run, item, { kind: 'not sent' }, claimed);
@@ -183,11 +189,12 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 			sessionId,
 			idempotencyKey: plan.options.idempotencyKey,
 		});
-		// Sent by an attempt n8n did not finish: from now on an uncertain send of this execution, so a
-		// try, or the same call again (an agent's repeat), reports it instead of paying for it.
-		const failure = errorFacts(error);
-		if (!item.memo && failureKind(failure) === 'uncertain') {
-			remember(run, item, { kind: 'uncertain', failure });
+		// Its own send by an attempt n8n did not finish, or another key's generation: from now on an
+		// uncertain send of this execution, so a try, or the same call again (an agent's repeat),
+		// reports it, a retry of it resends it on the user's word; the caps count its estimate.
+		if (ownUncertain(decided.why)) {
+			remember(run, item, { kind: 'uncertain', failure: errorFacts(error) });
+			if (!item.memo) countUncertain(ctx, plan.request.creditsEstimated, plan.options);
 		}
 		throw error;
 	}
@@ -261,6 +268,12 @@ function sessionOf(answer: Generated): string | undefined {
 	return typeof session === 'string' && session ? session : undefined;
 }
 
+/** A not-sent verdict about this item's own earlier send, which its execution now reports. */
+function ownUncertain(why: NotSent): boolean {
+	if (why.code === 'other_key') return true;
+	return why.code === 'interrupted_send' && (why.by === 'stop' || why.by === 'tool');
+}
+
 /** Generates an item (or joins or replays its generation). */
 async function generateItem(run: Run, item: Item): Promise<Answered> {
 	// As a tool with an answer bound: join the generation this process holds, or start it.
@@ -280,7 +293,8 @@ async function generateItem(run: Run, item: Item): Promise<Answered> {
 	}
 	const { answer, answered, replayed } = await paidAnswer(run, item);
 	if (replayed) run.replayed.push(item.itemIndex);
-	return paidFinish(run, item, answer, answered);
+	// Its key and windows are let go when the run ends, once its output is built.
+	return paidFinish(run, item, answer, async () => void run.delivered.push(answered));
 }
 
 /** The items' downloads after the last generation, in input order; a failed item keeps its error. */
@@ -291,10 +305,18 @@ async function finishLater(
 	later: Map<number, Finish>,
 ) {
 	const errors = new Map(failed.map((item) => [(item.pairedItem as { item: number }).item, item]));
-	return await eachItem(ctx, items, async (itemIndex) => {
-		const error = errors.get(itemIndex);
-		return (await later.get(itemIndex)?.()) ?? (error ? [error] : []);
-	});
+	// Paid for: a Stop lets them finish (a download it cuts is reported on the item).
+	return await eachItem(
+		ctx,
+		items,
+		async (itemIndex) => {
+			const error = errors.get(itemIndex);
+			return (await later.get(itemIndex)?.()) ?? (error ? [error] : []);
+		},
+		1,
+		undefined,
+		true,
+	);
 }
 
 /** Says which items came from an earlier try instead of a request. */
@@ -347,6 +369,7 @@ export async function execute(
 		durable: new DurableRecord(this),
 		ownContext: isToolExecution(this),
 		replayed: [],
+		delivered: [],
 		claims: 0,
 		cutOff: false,
 	};
@@ -372,16 +395,14 @@ export async function execute(
 			? [
 					item.identity.send,
 					...(run.cutOff && item.identity.witness ? [item.identity.witness] : []),
-					...(item.memo ? [againValue(item.identity, item.memo.executionId)] : []),
-					...(item.plan.options.resendUncertain ? [againValue(item.identity, STOPPED)] : []),
+					...(item.memo ? [ledger.again(item.memo.executionId, item.identity.send)] : []),
 				]
 			: [],
 	);
 	await run.durable.open(runName(this), run.memory.executionId, sends, this.getMode() === 'retry');
 	// A retry's items its one read found sent before the stop are only reported: taken up after the
 	// others, they run while the sends wait on the service instead of before the first send.
-	const reported = (item?: Item) =>
-		!!item && !item.memo && !item.plan.options.resendUncertain && readAsSent(run, item);
+	const reported = (item?: Item) => !!item && !item.memo && readAsSent(run, item);
 	const order = [...items.keys()].sort(
 		(a, b) => Number(reported(runItems[a])) - Number(reported(runItems[b])),
 	);
@@ -414,6 +435,15 @@ export async function execute(
 		}
 		return later ? await finishLater(this, items, output, later) : output;
 	} catch (error) {
+		// Stopped between items with paid ones waiting for their downloads: they are returned, the
+		// rest was never started (a request the Stop cut is thrown: it may have been charged).
+		const { code, charge } = errorFacts(error);
+		if (later?.size && code === 'cancelled' && charge === 'not_sent') {
+			return await finishLater(this, items, [], later);
+		}
 		throw withPaidNote(this, error, paid);
+	} finally {
+		// The run ends: its paid keys are used, no longer open (a stop before here leaves them open).
+		for (const answered of run.delivered) await answered();
 	}
 }

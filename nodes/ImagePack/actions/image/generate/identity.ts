@@ -1,8 +1,8 @@
 /**
  * One item's identity, made once per item: who asks (the key's fingerprint) what (the request), in
  * which run, and which of the run's identical asks it is. Every key of the money path derives from it
- * here and nowhere else: the execution's memory, the durable record's values, a tool call's windows,
- * the held generation. Pure: the caller hands in what n8n says (run, memory, input).
+ * here and nowhere else: the execution's memory, the ledger's values (encoded by ledger.ts), the held
+ * generation. `runName` and `nodeName` read the n8n context; the rest is pure.
  *
  * - *The run* (`runName`): the execution's resume token (n8n 2.14+), which *Executions → Retry*
  *   copies and a new execution does not have; before 2.14 the execution id (a 1.x queue re-run of a
@@ -14,6 +14,8 @@
  */
 import { createHash } from 'crypto';
 import type { IExecuteFunctions } from 'n8n-workflow';
+
+import { askOf, ledger } from './ledger';
 
 /** JSON with sorted keys, so that the digest does not depend on the order a body was built in. */
 function canonical(value: unknown): string {
@@ -53,9 +55,6 @@ export function nodeName(ctx: IExecuteFunctions): string {
 	return `${ctx.getWorkflow().id ?? ''} ${ctx.getNode().id}`;
 }
 
-/** How long a tool call's record answers a repeat: one window, and the next (one to two hours). */
-export const TOOL_WINDOW_MS = 60 * 60_000;
-
 /** What one item asks, as planned. */
 export interface Ask {
 	body: object;
@@ -92,31 +91,30 @@ export interface ItemIdentity {
 	 * (recall.ts `cutOff`), since identical manual runs or webhook calls share it too.
 	 */
 	witness?: string;
-	/** The durable record's value of the user's Idempotency Key ('' without one). */
+	/** The ledger's value of the user's Idempotency Key under this account ('' without one). */
 	key: string;
 	/**
-	 * Recorded beside the key while its send has no answer: found later, the key's generation may
-	 * have been paid and never delivered (n8n stopped), which is reported, not called free.
+	 * Recorded beside the key until its node run ends with the answer: found later, the key's
+	 * generation may have been paid and never delivered (n8n stopped), which is reported, not free.
 	 */
 	keyOpen: string;
-	/** Clear Idempotency Key used for this key in this run: once per run, whatever its tries. */
-	keyCleared: string;
 	/** The held generation's key: node, key's fingerprint, request (tool calls with an answer bound). */
 	held: string;
 }
 
 export function identify(place: Place, ask: Ask, digest: string, occurrence: number): ItemIdentity {
+	const asked = askOf(digest, place.fingerprint);
+	const keyed = (value: typeof ledger.key) =>
+		ask.idempotencyKey ? value(place.node, place.fingerprint, ask.idempotencyKey) : '';
 	return {
 		digest,
 		call: ask.call,
 		fingerprint: place.fingerprint,
 		occurrence,
-		send: `send ${place.run} ${askOf(digest, place.fingerprint)} ${occurrence}`,
-		witness:
-			place.trigger && `send ${place.trigger} ${askOf(digest, place.fingerprint)} ${occurrence}`,
-		key: ask.idempotencyKey ? `key ${place.node} ${ask.idempotencyKey}` : '',
-		keyOpen: ask.idempotencyKey ? `open ${place.node} ${ask.idempotencyKey}` : '',
-		keyCleared: ask.idempotencyKey ? `clear ${place.run} ${place.node} ${ask.idempotencyKey}` : '',
+		send: ledger.send(place.run, asked, occurrence),
+		witness: place.trigger && ledger.send(place.trigger, asked, occurrence),
+		key: keyed(ledger.key),
+		keyOpen: keyed(ledger.open),
 		held: requestDigest(
 			{ body: ask.body, language: ask.language },
 			`${place.node} ${place.fingerprint}`,
@@ -124,34 +122,8 @@ export function identify(place: Place, ask: Ask, digest: string, occurrence: num
 	};
 }
 
-/**
- * An ask as the record counts it: what is asked and by which key. Two sellers' identical rows
- * (an expression credential) are two asks, whatever order a retry gets them in.
- */
-export function askOf(digest: string, fingerprint: string): string {
-	return `${digest} ${fingerprint}`;
-}
-
 export function digestOf(ask: Pick<Ask, 'body' | 'language'>): string {
 	return requestDigest({ body: ask.body, language: ask.language });
-}
-
-/**
- * A send again, on the user's word or by a retry, after execution `from` recorded this item; from
- * `STOPPED`, an attempt n8n did not finish (which saved no record), resent on the user's word.
- */
-export function againValue(identity: ItemIdentity, from: string): string {
-	return `again ${from} ${identity.send}`;
-}
-
-/** Stands for an attempt n8n did not finish in `againValue`: it saved no record to name. */
-export const STOPPED = 'stopped';
-
-/** A tool call's record without a run (AI Agent 2.x, MCP): the request in this window and the next. */
-export function toolWindows(identity: ItemIdentity, now: number): string[] {
-	const window = Math.floor(now / TOOL_WINDOW_MS);
-	const ask = askOf(identity.digest, identity.fingerprint);
-	return [window, window + 1].map((at) => `tool ${ask} ${at}`);
 }
 
 /** Identical asks before this node run, per ask (`askOf`): the execution's count so far. */

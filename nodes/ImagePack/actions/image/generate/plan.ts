@@ -83,7 +83,6 @@ function checkedOptions(raw: Record<string, unknown>, underMcp: boolean) {
 		maxCreditsPerHour: number('maxCreditsPerHour'),
 		handle: String(raw.handle ?? '').trim(), // as a tool: a held generation to collect
 		idempotencyKey: idempotencyKeyOf(raw.idempotencyKey),
-		clearIdempotencyKey: raw.clearIdempotencyKey === true,
 		maxFileBytes: Math.floor(number('maxFileSizeMb') * 1024 * 1024),
 		outputFields: raw.outputFields === 'listing' ? ('listing' as const) : ('all' as const),
 		resendUncertain: raw.resendUncertain === true,

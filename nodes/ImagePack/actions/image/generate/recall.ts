@@ -9,7 +9,6 @@ import type { Connection } from '../../../transport';
 import { contextData, isToolExecution } from '../../tool';
 import {
 	type Ask,
-	askOf,
 	digestOf,
 	identify,
 	nodeName,
@@ -18,6 +17,7 @@ import {
 	runName,
 } from './identity';
 import type { ItemPlan } from './plan';
+import { askOf } from './ledger';
 import { type Memo, RunMemory } from './stores';
 
 /**

@@ -7,12 +7,14 @@
  * What an item came to earlier, in one vocabulary (`Outcome`, stores.ts):
  * - generated: returned again, never sent again (made under another key: once the account is
  *   confirmed);
- * - uncertain (sent, no clear answer: it may have been charged): never sent again by the same
- *   execution; a retried one sends it only with Resend Uncertain Generations, once;
+ * - uncertain (sent, no clear answer: it may have been charged; or reported so by the node): never
+ *   sent again by the same execution; a retry of it sends it only with Resend Uncertain
+ *   Generations, once per saved record;
  * - refused (nothing charged) or never sent: a retried execution sends it again; a try of the same
  *   execution (Retry On Fail) only when its code says a second try can pass.
- * With no earlier outcome, the durable record decides: a send of this run recorded before means an
- * attempt n8n did not finish sent it (`interrupted_send`); a used Idempotency Key is never sent again.
+ * With no earlier outcome, the ledger decides: a send of this run recorded before means an attempt
+ * n8n did not finish sent it (`interrupted_send`), whatever the options; an open Idempotency Key is
+ * reported (`interrupted_send`), a used one is never sent again (`idempotency_key_used`).
  */
 import type { INode } from 'n8n-workflow';
 
@@ -23,23 +25,20 @@ import {
 	imagePackError,
 	mayHaveBeenCharged,
 } from '../../../shared/errors';
-import { TOOL_WINDOW_MS } from './identity';
+import { TOOL_WINDOW_MS } from './ledger';
 import type { Memo, StoredAnswer } from './stores';
 
-/** Which of the item's values (identity.ts) the durable record held before this item's claim. */
+/** What the ledger held of the item's values before its claim (claims.ts `claimSend`). */
 export interface Recorded {
-	/** The run's send (or, for a tool call without a run, its window). */
+	/**
+	 * The run's send (before n8n 2.14, for a retry of a run n8n stopped here, also under the
+	 * trigger's items), or a call's window for a tool call with no run to name.
+	 */
 	sent: boolean;
-	/** The same send under the trigger's items (before n8n 2.14; only a cut-off retry reads it). */
-	witness?: boolean;
-	/** A send again after the execution this one retries (by another retry of it). */
+	/** The send again after the saved record this one comes from (another retry of it sent it). */
 	again: boolean;
-	/** The Idempotency Key; its open mark (its send got no answer yet); Clear's mark for this run. */
-	key: boolean;
-	keyOpen?: boolean;
-	keyCleared?: boolean;
-	/** With Resend Uncertain Generations: the key claimed before by this execution (a twin row). */
-	keyResent?: boolean;
+	/** The Idempotency Key under this account: open (claimed, its run not ended) or used. */
+	key: 'unused' | 'open' | 'used';
 }
 
 export interface Facts {
@@ -47,6 +46,7 @@ export interface Facts {
 	memo?: Memo;
 	executionId: string;
 	fingerprint: string;
+	/** Resend Uncertain Generations: a retry resends what its saved record reports maybe charged. */
 	resendUncertain: boolean;
 	/** An earlier identical call of this execution (AI Agent 3.x) that may have been charged. */
 	earlierUncertain?: Memo & { kind: 'uncertain' };
@@ -54,22 +54,13 @@ export interface Facts {
 	record: 'run' | 'tool';
 	/** The account check of a generation made under another key, once made. */
 	proof?: { same: boolean; reason: string };
-	/** Clear Idempotency Key is on. */
-	clearKey?: boolean;
-	/** Before n8n 2.14: this execution retries a run n8n stopped in this node (recall.ts `cutOff`). */
-	cutOff?: boolean;
 	recorded?: Recorded;
-	/**
-	 * Resending what an attempt n8n did not finish sent: its mark (`again stopped <send>`) was
-	 * recorded before this item's, by another retry of that attempt with the option on.
-	 */
-	resendMark?: boolean;
 }
 
 /**
  * What a claim records before the send: `fresh` the run's send; `try` the same, for a try of the
  * execution that recorded the item (its memory decides, not the record); `again` a send again
- * after the execution the memory comes from.
+ * after the saved record the memory comes from.
  */
 export type Claim = 'fresh' | 'try' | 'again';
 
@@ -88,7 +79,6 @@ export type Verdict =
 	| { kind: 'replay'; answer: StoredAnswer; proven?: string }
 	| { kind: 'prove' }
 	| { kind: 'claim'; claim: Claim }
-	| { kind: 'mark' }
 	| { kind: 'send'; claim: Claim }
 	| { kind: 'notSent'; why: NotSent };
 
@@ -115,7 +105,6 @@ function fromMemory(facts: Facts): Verdict {
 		if (facts.proof.same) {
 			return { kind: 'replay', answer: memo.answer, proven: facts.proof.reason };
 		}
-		if (facts.resendUncertain) return { kind: 'claim', claim: 'again' };
 		return notSent({ code: 'other_key', reason: facts.proof.reason });
 	}
 	if (memo.kind === 'uncertain') {
@@ -129,46 +118,26 @@ function fromMemory(facts: Facts): Verdict {
 	return notSent({ code: 'reported', memo, by: 'try' });
 }
 
-/** The item's verdict from the facts known so far; `prove`, `claim` and `mark` ask for more. */
+/** The item's verdict from the facts known so far; `prove` and `claim` ask for more. */
 export function verdict(facts: Facts): Verdict {
 	const before = fromMemory(facts);
 	if (before.kind !== 'claim' || !facts.recorded) return before;
 	const { claim } = before;
-	const { recorded } = facts;
-	const { again } = recorded;
-	// Before n8n 2.14 a retry of a run n8n stopped here knows that run's sends by the trigger's items.
-	const sent = recorded.sent || (facts.cutOff === true && recorded.witness === true);
-	// Clear Idempotency Key: the run's first claim of a key finds Clear's mark unset and sends; its
-	// twins, later tries and batches, and a retry after a stop find it set. An open key's send had no
-	// answer (n8n stopped, or it may have been charged); a used one's was answered.
-	const cleared = facts.clearKey === true && !recorded.keyCleared;
-	const key = !recorded.key || cleared ? 'unused' : recorded.keyOpen ? 'open' : 'used';
-	// Resending on the user's word: an uncertain send of a saved record, or one an attempt n8n did not
-	// finish made (its key is that send's own; a try after such a resend was refused is one too).
-	const resendingStopped = facts.resendUncertain && sent && claim !== 'again';
-	const resending = (claim === 'again' && facts.memo?.kind !== 'refused') || resendingStopped;
-	// Two rows with one key: the second is not sent, even on the user's word (each row's resend would
-	// pay the key again).
-	if (resending && recorded.keyResent) return notSent({ code: 'idempotency_key_used' });
-	// A resend is made once per saved record (an attempt n8n did not finish saved none: once, by its
-	// mark); what another retry sent after a refusal, or an attempt n8n did not finish, is sent again
-	// only on the user's word (Resend Uncertain Generations).
-	if (resendingStopped && facts.resendMark === undefined) return { kind: 'mark' };
-	if (resending && (again || facts.resendMark)) {
-		return notSent({ code: 'interrupted_send', by: 'resend' });
+	const { sent, again, key } = facts.recorded;
+	// A resend is the user's word on what a saved record reported maybe charged: its key is that
+	// send's own. Anything else finds a key used or open by another item or execution.
+	const resending = claim === 'again' && facts.memo?.kind === 'uncertain';
+	// Once per saved record: another retry of the same execution sent it already.
+	if (claim === 'again' && again) {
+		return notSent({ code: 'interrupted_send', by: resending ? 'resend' : 'retry' });
 	}
-	if (claim === 'again' && again && !facts.resendUncertain) {
-		return notSent({ code: 'interrupted_send', by: 'retry' });
-	}
-	if (claim === 'fresh' && sent && !facts.resendUncertain) {
+	// Sent by an attempt n8n did not finish: never sent again by a new claim (its own retry
+	// reports it; a retry of that retry resends it, from the record this one saves).
+	if (claim === 'fresh' && sent) {
 		return notSent({ code: 'interrupted_send', by: facts.record === 'tool' ? 'tool' : 'stop' });
 	}
-	// A resend's key is the uncertain send's own. Any other claim, a try's included, finds a key
-	// another item or execution used (or a refusal let go, and another used meanwhile).
-	if (key === 'open' && !resending && !facts.resendUncertain) {
-		return notSent({ code: 'interrupted_send', by: 'key' });
-	}
-	if (key === 'used' && !resending) return notSent({ code: 'idempotency_key_used' });
+	if (!resending && key === 'open') return notSent({ code: 'interrupted_send', by: 'key' });
+	if (!resending && key === 'used') return notSent({ code: 'idempotency_key_used' });
 	return { kind: 'send', claim };
 }
 
@@ -187,8 +156,15 @@ export function notSentError(
 	const where = sessionId
 		? `session ${sessionId}`
 		: 'the account\'s sessions titled "API generation"';
-	const retry =
-		'If it did not run, turn on Options → Resend Uncertain Generations and retry to send it.';
+	const resend =
+		'If it did not run, retry this execution from Executions with the saved workflow and Options → Resend Uncertain Generations on: the items it reports maybe charged are sent again, once.';
+	const next = {
+		stop: resend,
+		tool: resend,
+		retry: 'Retry that retry instead: it holds the result.',
+		resend: 'Retry that retry instead: it holds the result.',
+		key: 'If it did not run, give the product a new key (for example {{ $json.sku }}-v2).',
+	};
 	const words = {
 		stop: `Not sent again: an earlier attempt that n8n did not finish (n8n stopped, restarted or lost a worker) sent this generation, so it may have been charged; look in ${where} on the website`,
 		tool: `Not sent again: the same call sent this generation within the last ${windowText} and this n8n process does not hold it (n8n restarted, or another queue-mode worker is running it), so it may have been charged; look in ${where} on the website`,
@@ -201,7 +177,7 @@ export function notSentError(
 		other_key: () =>
 			`Not sent again: an earlier try made this generation under another API key, and the account behind this key could not be confirmed as the same (${(why as { reason: string }).reason}), so neither its images are returned nor is it paid for again; look in ${where} on the website`,
 		idempotency_key_used: () =>
-			`Not sent: the Idempotency Key "${item.idempotencyKey.slice(0, 80)}" was already used by this node (by this or an earlier execution), and a used key is never sent again; its images are in the output of the execution that used it, or, if n8n stopped that execution before saving it, in the account's sessions titled "API generation"`,
+			`Not sent: the Idempotency Key "${item.idempotencyKey.slice(0, 80)}" was already used by this node (by this or an earlier execution), and a used key is never sent again; its images are in the output of the execution that used it (or returned by a retry of it, if it failed), or, if n8n stopped before saving it, in the account's sessions titled "API generation"`,
 	}[why.code]();
 	const keyUsed = why.code === 'idempotency_key_used';
 	const charge: ChargeOutcome = keyUsed ? 'not_sent' : 'may_have_been_charged';
@@ -210,9 +186,12 @@ export function notSentError(
 		{ code: why.code, charge, itemIndex, sessionId },
 		{
 			message: text,
-			description: keyUsed
-				? 'To generate it anyway, use another key, or turn on Options → Clear Idempotency Key for one run.'
-				: retry,
+			description: {
+				interrupted_send: () => next[(why as { by: keyof typeof next }).by],
+				other_key: () => resend,
+				idempotency_key_used: () =>
+					'To generate it again, give it a new key (for example {{ $json.sku }}-v2): a used key is never sent again.',
+			}[why.code](),
 		},
 	);
 }
@@ -232,8 +211,9 @@ function reportedAgain(
 			retry: 'the failed execution this one retries',
 			call: 'an earlier call of this execution with the same arguments',
 		}[why.by];
-		// Reported before as sent by an attempt n8n did not finish: the same words again.
-		const stopped = failure.code === 'interrupted_send';
+		// Reported before by the node itself (sent by an attempt n8n did not finish, another key's
+		// generation): the same words again.
+		const stopped = failure.code === 'interrupted_send' || failure.code === 'other_key';
 		return imagePackError(node, facts, {
 			message: stopped
 				? failure.reason
