@@ -91,6 +91,12 @@ function nodeOf(options: EngineOptions): INode {
  */
 export interface StartedRun extends Pick<EngineRun, 'executionId' | 'options' | 'atStart'> {
 	done: Promise<EngineRun>;
+	/**
+	 * The user's Stop (the editor's Stop button, or the REST API's stop): n8n cancels the execution
+	 * (`PCancelable.cancel()`), which aborts the nodes' cancel signal; `done` still settles with the
+	 * run as n8n saves it (status `canceled`).
+	 */
+	stop?: () => void;
 }
 
 function start(
@@ -111,8 +117,9 @@ function start(
 	);
 	const extra = { ...additionalData(options.credentials), executionId, hooks };
 	const atStart = JSON.parse(JSON.stringify(data)) as IRunExecutionData;
+	const execution = new WorkflowExecute(extra, mode, data).processRunExecutionData(workflow);
 	const finish = async (): Promise<EngineRun> => {
-		const run = await new WorkflowExecute(extra, mode, data).processRunExecutionData(workflow);
+		const run = await execution;
 		const last = run.data.resultData.runData[node.name]?.at(-1);
 		return {
 			run,
@@ -128,7 +135,7 @@ function start(
 			atStart,
 		};
 	};
-	return { executionId, options, atStart, done: finish() };
+	return { executionId, options, atStart, done: finish(), stop: () => execution.cancel() };
 }
 
 /** A new execution of the node alone, started with its input items on the stack. */

@@ -1,7 +1,12 @@
 /**
- * The breaks of issue 49, each as a history the checker (history.ts, promises.ts) runs and judges:
- * written out from its shrunk counterexample or by hand where the generator did not find it alone.
- * Each fails while its class is not fixed (it names the promise broken).
+ * Written histories, run by the checker (history.ts) and judged by the model (promises.ts): one per
+ * class of break of issue 56 (each named by the promise it breaks, numbered as in
+ * test/model/README.md), and the breaks of issue 49 that still apply. A history the code as it is
+ * breaks is `it.failing`, with the promise named: flip it to `it` when the fix lands.
+ *
+ * The interrupts here are placed by the harness's own landmarks (the n-th request to the service,
+ * after the node finished) where they can be, so that they keep their meaning when the node's store
+ * calls change; those placed at a store call's number say what the call was when written.
  */
 import { useEmulator } from '../harness/emulator';
 import {
@@ -24,104 +29,331 @@ const spec = (runs: string[][], more: Partial<RunSpec> = {}): RunSpec => ({
 	runs: runs.map((rows) => rows.map(row)),
 	concurrency: 1,
 	onError: 'stop',
-	clear: false,
 	resend: false,
 	credential: 'fixed',
 	asTool: false,
 	...more,
 });
 const retry = { reorder: false, crashRecovered: false, repeatCall: false };
+/** n8n killed once the `n`-th request (0-based) of the execution was charged, its answer not yet back. */
+const killAfterCharge = (skip: number) =>
+	({ kind: 'killAt', route: 'generate', skip, when: 'after' }) as const;
+/** n8n killed after the node finished, before it saved the execution. */
+const killAfterNode = { kind: 'kill', at: 999 } as const;
 
-describe('issue 49', () => {
-	it("a loop's later batch (or a Retry On Fail try) of a new execution reads the sends' row", async () => {
-		await runHistory(emulator, 'real', [new NewExecution(spec([['p0/A'], ['p1/A']]), [])]);
+describe('issue 56', () => {
+	describe('1. Clear Idempotency Key is gone: a used key is never sent again', () => {
+		// Fails while Clear is honoured.
+		it.failing(
+			'a saved workflow still carrying Clear Idempotency Key: the key is not paid again',
+			async () => {
+				await runHistory(emulator, 'real', [
+					new NewExecution(spec([['k0/A']]), []),
+					new NewExecution(spec([['k0/A']], { legacyClear: true, onError: 'errorOutput' }), []),
+				]);
+			},
+		);
+
+		it('Clear left on in a saved workflow, retried after a kill: the key is not paid again', async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(spec([['k0/A', 'p0/A']], { legacyClear: true }), [], killAfterCharge(1)),
+				new RetryAfterKill(0, { ...retry, edit: { legacyClear: true } }, []),
+			]);
+		});
 	});
 
-	it('1. Clear Idempotency Key per try: twin keyed rows with Retry On Fail', async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(spec([['k0/A', 'k0/A']], { tries: 2, clear: true }), []),
-		]);
+	describe("2. a key is the account's", () => {
+		// Issue class 7: two sellers, one SKU, the README's own key under a per-seller credential.
+		it.failing('one key under two accounts: two generations, each paid once', async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(
+					spec([['k0/A', 'k0/B']], { credential: 'perItem', onError: 'errorOutput' }),
+					[],
+				),
+			]);
+		});
+
+		it.failing(
+			'one key paid on A, then asked on B by a new execution: generated, not refused',
+			async () => {
+				await runHistory(emulator, 'real', [
+					new NewExecution(spec([['k0/A']]), []),
+					new NewExecution(spec([['k0/B']], { credential: 'perItem', onError: 'errorOutput' }), []),
+				]);
+			},
+		);
+
+		// Issue 56's hidden case: a keyed row answered, n8n killed while Generate still runs (at the
+		// next row's send), a new execution with the key: the key is open, never "used, not sent".
+		it.failing(
+			'a key answered, n8n killed at the next row: a new execution reports it may have been charged',
+			async () => {
+				await runHistory(emulator, 'real', [
+					new NewExecution(spec([['k0/A', 'p0/A']]), [], killAfterCharge(1)),
+					new NewExecution(spec([['k0/A']], { onError: 'errorOutput' }), []),
+				]);
+			},
+		);
+
+		it('a key refused by the service (a refunded 500) is not used up: the next execution sends it', async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(spec([['k0/A']], { onError: 'errorOutput' }), [
+					{ product: 'k0', kind: 'refund500', skip: 0 },
+				]),
+				new NewExecution(spec([['k0/A']]), []),
+			]);
+		});
 	});
 
-	it('1. Clear Idempotency Key per batch: a twin in a later batch of the loop', async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(spec([['k0/A'], ['k0/A']], { clear: true, onError: 'errorOutput' }), []),
-		]);
+	describe('3. Resend Uncertain Generations is one explicit act', () => {
+		// Issue class 2: left on, a new execution resends a key left open by a lost answer.
+		it.failing(
+			'a new execution with Resend on never resends a key left open by a kill',
+			async () => {
+				await runHistory(emulator, 'real', [
+					new NewExecution(spec([['k0/A']]), [], killAfterCharge(0)),
+					new NewExecution(spec([['k0/A']], { resend: true, onError: 'errorOutput' }), []),
+				]);
+			},
+		);
+
+		it.failing(
+			'a retry of a killed execution (no saved record) never resends, Resend on or not',
+			async () => {
+				await runHistory(emulator, 'real', [
+					new NewExecution(spec([['p0/A']]), [], killAfterCharge(0)),
+					new RetryAfterKill(0, { ...retry, edit: { resend: true } }, []),
+				]);
+			},
+		);
+
+		// Issue class 6: the retry fails at the first item that left; the user turns Resend on and
+		// retries that retry; the second item that left, never reported, must not be sent again.
+		it.failing(
+			'the Stop Workflow flow: an item the retried execution never reported is never resent',
+			async () => {
+				await runHistory(emulator, 'real', [
+					new NewExecution(spec([['p0/A', 'p1/A']]), [], killAfterNode),
+					new RetryAfterKill(0, retry, []),
+					new RetryExecution(0, { resend: true }, []),
+				]);
+			},
+		);
+
+		it('the documented flow: a retry reports interrupted_send, its retry with Resend resends it once', async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(spec([['p0/A']]), [], killAfterCharge(0)),
+				new RetryAfterKill(0, retry, []),
+				new RetryExecution(0, { resend: true }, []),
+			]);
+		});
+
+		it('two retries of one failed execution with Resend on: only one resends', async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(spec([['p0/A', 'p1/A']]), [
+					{ product: 'p0', kind: 'resetAfter', skip: 0 },
+				]),
+				new RetryExecution(0, { resend: true }, [{ product: 'p1', kind: 'credits402', skip: 0 }]),
+				new RetryExecution(0, { resend: true }, []),
+			]);
+		});
+
+		it('a Retry On Fail try never resends, Resend on', async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(spec([['p0/A']], { tries: 3, resend: true }), [
+					{ product: 'p0', kind: 'resetAfter', skip: 0 },
+				]),
+			]);
+		});
 	});
 
-	it('2. a key used by another execution between two tries of Retry On Fail', async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(
-				spec([['k0/A']], { tries: 2 }),
-				[{ product: 'k0', kind: 'refund500', skip: 0 }],
-				{
-					kind: 'pause',
-					at: 4,
-					other: spec([['k0/A']]),
-				},
-			),
-		]);
+	describe('4. a result goes only to a row of the account that paid for it', () => {
+		// Issue class 3: a run on one fixed key, retried with a per-seller credential.
+		it("a fixed-key run retried with the per-seller credential: B's row is not given A's image", async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(spec([['p0/A', 'p0/B', 'p1/A']]), [
+					{ product: 'p1', kind: 'credits402', skip: 0 },
+				]),
+				new RetryExecution(0, { credential: 'perItem' }, []),
+			]);
+		});
+
+		// Promise 2 as well: B's keyed row refused `idempotency_key_used` for a key paid on A only.
+		it.failing(
+			"a keyed fixed-key run retried with the per-seller credential: B's keyed row is not given A's image, nor refused",
+			async () => {
+				await runHistory(emulator, 'real', [
+					new NewExecution(spec([['k0/A', 'k0/B', 'p1/A']]), [
+						{ product: 'p1', kind: 'credits402', skip: 0 },
+					]),
+					new RetryExecution(0, { credential: 'perItem' }, []),
+				]);
+			},
+		);
 	});
 
-	it("3. the retry's asking met a busy store twice: items never sent refused on the next try", async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(spec([['p0/A', 'p1/A']], { tries: 2 }), [], { kind: 'kill', at: 1 }),
-			new RetryAfterKill(0, retry, [], { kind: 'busy', at: 3, times: 2 }),
-		]);
+	describe('5. an item paid and then stopped is never reported not_sent', () => {
+		// Issue class 4: Stop during the downloads (Concurrency 1 downloads after the last generation).
+		it.failing(
+			"the user's Stop during the downloads: the generated items keep their result or their charge",
+			async () => {
+				await runHistory(emulator, 'real', [
+					new NewExecution(spec([['p0/A', 'p1/A', 'k0/A']], { download: true }), [], {
+						kind: 'stopAt',
+						route: 'file',
+						skip: 0,
+						when: 'before',
+					}),
+				]);
+			},
+		);
+
+		it("the user's Stop while the service generates (charged, the answer not back)", async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(spec([['p0/A', 'p1/A']]), [], {
+					kind: 'stopAt',
+					route: 'generate',
+					skip: 1,
+					when: 'after',
+				}),
+			]);
+		});
+
+		it.failing(
+			'a Stop during the downloads, then the stopped execution retried: its generations returned, nothing paid twice',
+			async () => {
+				await runHistory(emulator, 'real', [
+					new NewExecution(spec([['p0/A', 'p1/A'], ['k0/A']], { download: true }), [], {
+						kind: 'stopAt',
+						route: 'file',
+						skip: 0,
+						when: 'before',
+					}),
+					new RetryExecution(0, undefined, []),
+				]);
+			},
+		);
+
+		it('a timeout after the charge: reported may_have_been_charged', async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(spec([['p0/A']], { timeout1: true, tries: 2 }), [
+					{ product: 'p0', kind: 'timeoutAfter', skip: 0 },
+				]),
+			]);
+		});
+
+		it('a failed download: the generation keeps its result', async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(spec([['p0/A', 'p1/A']], { download: true }), [
+					{ product: 'p0', kind: 'download500', skip: 0 },
+				]),
+				new NewExecution(spec([['p0/A']], { download: true }), []),
+			]);
+		});
 	});
 
-	it("3. (found alone, seed 22 without Clear) a plain loop's later batch asks the sends' row, busy twice on the taking out: the next try refuses an item never sent", async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(spec([['p0/A'], ['p0/A'], ['k0/A', 'p0/A']], { tries: 2 }), [], {
-				kind: 'busy',
-				at: 9,
-				times: 2,
-			}),
-		]);
+	describe('6. caps hold across kills and retries', () => {
+		// Issue class 5: cap 36, killed after 36 credits, the retry spends more.
+		it.failing(
+			'Max Credits per Execution 36, killed after three paid items: the retry pays nothing more',
+			async () => {
+				await runHistory(emulator, 'real', [
+					new NewExecution(
+						spec([['p0/A', 'p1/A', 'k0/A', 'k1/A']], {
+							maxPerExecution: 36,
+							onError: 'errorOutput',
+						}),
+						[],
+						killAfterCharge(2),
+					),
+					new RetryAfterKill(0, retry, []),
+				]);
+			},
+		);
+
+		it('Max Credits per Execution across a failed execution and its retry with the cap lowered', async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(spec([['p0/A', 'p1/A', 'k0/A']], { maxPerExecution: 36 }), [
+					{ product: 'k0', kind: 'credits402', skip: 0 },
+				]),
+				new RetryExecution(0, { maxPerExecution: 24 }, []),
+			]);
+		});
+
+		it('Max Credits per Item below the price: nothing is sent', async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(spec([['p0/A', 'k0/A']], { maxPerItem: 11, onError: 'errorOutput' }), []),
+			]);
+		});
 	});
 
-	it("4. an agent call answered, killed, retried: the model's repeat is paid again", async () => {
+	describe('7. nothing paid twice, nothing refused that never left, every charge label true', () => {
+		it('a refused item (a refunded 500) is sent again by the next Executions → Retry', async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(spec([['k0/A', 'p0/A']]), [{ product: 'p0', kind: 'refund500', skip: 0 }]),
+				new RetryExecution(0, undefined, []),
+			]);
+		});
+
+		it('a generated item of a failed execution is returned by its retry, not sent', async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(spec([['p0/A', 'k0/A', 'p1/A']]), [
+					{ product: 'p1', kind: 'credits402', skip: 0 },
+				]),
+				new RetryExecution(0, undefined, []),
+			]);
+		});
+
+		it('new work is never refused: the same rows again as a new execution are paid again', async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(spec([['p0/A', 'p0/B']], { credential: 'perItem' }), []),
+				new NewExecution(spec([['p0/A', 'p0/B']], { credential: 'perItem' }), []),
+			]);
+		});
+
+		it('Concurrency 8 killed with sends in flight: the retry refuses at most a wave', async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(
+					spec([['p0/A', 'p1/A', 'p0/B', 'k0/A']], { concurrency: 8, credential: 'perItem' }),
+					[],
+					killAfterCharge(1),
+				),
+				new RetryAfterKill(0, { ...retry, reorder: true }, []),
+			]);
+		});
+
+		it('a lost answer retried after a restart, reported, then resent once with Resend', async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(spec([['k0/A', 'p0/A']], { onError: 'errorOutput' }), [
+					{ product: 'k0', kind: 'resetAfter', skip: 0 },
+				]),
+				new Restart(),
+				new NewExecution(spec([['k0/A']], { onError: 'errorOutput' }), []),
+			]);
+		});
+	});
+});
+
+describe('issue 49 (still promised)', () => {
+	it("an agent call answered, killed, retried: the model's repeat is not paid again", async () => {
 		await runHistory(emulator, 'real', [
-			new NewExecution(spec([['p0/A']], { asTool: true }), [], { kind: 'kill', at: 99 }),
+			new NewExecution(spec([['p0/A']], { asTool: true }), [], killAfterNode),
 			new RetryAfterKill(0, { ...retry, repeatCall: true }, []),
 		]);
 	});
 
-	it("6. identical asks of two accounts, killed after A's send, rows reordered on the retry", async () => {
+	it("identical asks of two accounts, killed after A's send, rows reordered on the retry", async () => {
 		await runHistory(emulator, 'real', [
 			new NewExecution(
 				spec([['p0/A', 'p0/B']], { credential: 'perItem', onError: 'errorOutput' }),
 				[],
-				{ kind: 'killBefore', at: 4 },
+				killAfterCharge(0),
 			),
 			new RetryAfterKill(0, { ...retry, reorder: true }, []),
 		]);
 	});
 
-	it("6. (found alone, seed 24) a loop on two sellers' keys killed, retried on the agency's key: a row of A refused for B's send", async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(
-				spec([['p1/B'], ['p0/B'], ['p1/B', 'p0/A', 'p1/B']], {
-					concurrency: 8,
-					tries: 2,
-					credential: 'perItem',
-				}),
-				[],
-				{ kind: 'kill', at: 9 },
-			),
-			new Restart(),
-			new RetryAfterKill(
-				1,
-				{ reorder: true, crashRecovered: true, repeatCall: false, edit: { credential: 'fixed' } },
-				[
-					{ product: 'p0', kind: 'credits402', skip: 1 },
-					{ product: 'p2', kind: 'resetAfter', skip: 0 },
-				],
-			),
-		]);
-	});
-
-	it("7. a 402 on the agency's key, retried with the per-seller credential", async () => {
+	it("a 402 on the agency's key, retried with the per-seller credential", async () => {
 		await runHistory(emulator, 'real', [
 			new NewExecution(spec([['p0/A', 'p1/B', 'p2/B']]), [
 				{ product: 'p1', kind: 'credits402', skip: 0 },
@@ -130,130 +362,29 @@ describe('issue 49', () => {
 		]);
 	});
 
-	it("8. a key's send answered, n8n stopped before the node took the answer, the next run: idempotency_key_used, not_sent", async () => {
-		// Store call 4 takes the key's open mark out once the answer arrived (1 counts the sends' row, 2
-		// marks the run begun, 3 claims): stopped just before it.
+	it("(n8n's window) the node finished, n8n stopped before saving: the next run's idempotency_key_used is allowed", async () => {
 		await runHistory(emulator, 'real', [
-			new NewExecution(spec([['k0/A']]), [], { kind: 'killBefore', at: 4 }),
-			new NewExecution(spec([['k0/A']], { onError: 'errorOutput' }), []),
-		]);
-	});
-
-	it("8. (n8n's window) the node finished, n8n stopped before saving: the next run's idempotency_key_used is allowed", async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(spec([['k0/A']]), [], { kind: 'kill', at: 99 }),
+			new NewExecution(spec([['k0/A']]), [], killAfterNode),
 			new NewExecution(spec([['k0/A']], { onError: 'errorOutput' }), []),
 			new RetryAfterKill(0, retry, []),
 		]);
 	});
 
-	it("(seed 49 on the fixes) an agent's keyed call answered, killed, retried with Resend Uncertain Generations: the resend is the user's word, the repeat's idempotency_key_used is no paid turn reported free", async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(spec([['k1/A']], { asTool: true }), [], { kind: 'kill', at: 4 }),
-			new RetryAfterKill(
-				0,
-				{
-					...retry,
-					crashRecovered: true,
-					repeatCall: true,
-					edit: { resend: true, onError: 'errorOutput' },
-				},
-				[],
-			),
-		]);
-	});
+	// Promise 3: the killed execution saved no record, and the retry that sent the row reported it
+	// generated; today a retry of the killed one with Resend on resends it.
+	it.failing(
+		'a crashed loop execution retried (its row refused once, then sent), then twice with Resend: nothing resent (no saved record reported it)',
+		async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(spec([['p0/A']], { tries: 2 }), [], { kind: 'kill', at: 1 }),
+				new RetryAfterKill(0, { ...retry, aim: true }, []),
+				new RetryAfterKill(0, { ...retry, edit: { resend: true } }, []),
+				new RetryAfterKill(0, { ...retry, edit: { resend: true } }, []),
+			]);
+		},
+	);
 
-	it("(seed 7 on the fixes) twin keyed rows retried with Resend after a kill that left both rows' sends recorded: one resend of the key, not two (and a resend landing after another execution's clearing is allowed there)", async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(
-				spec([['k0/A'], ['p0/A', 'k1/B', 'k1/A', 'p0/A']], {
-					concurrency: 8,
-					tries: 2,
-					clear: true,
-					credential: 'perItem',
-				}),
-				[],
-				{ kind: 'killBefore', at: 9 },
-			),
-			new RetryAfterKill(
-				0,
-				{ ...retry, edit: { resend: true, clear: false, credential: 'perItem' } },
-				[],
-				{
-					kind: 'pause',
-					at: 3,
-					other: spec([['k0/B', 'p0/A', 'k1/B']], { clear: true }),
-				},
-			),
-		]);
-	});
-
-	it("(seed 22 on the fixes, n8n's window) a key answered, n8n stopped in a later try before saving: the next run's idempotency_key_used is allowed", async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(spec([['k0/B', 'k1/B', 'k0/B']], { tries: 3, credential: 'perItem' }), [], {
-				kind: 'killBefore',
-				at: 10,
-			}),
-			new NewExecution(
-				spec([['k0/B', 'p1/B', 'k0/A', 'k0/A'], ['k0/B']], {
-					concurrency: 8,
-					tries: 2,
-					onError: 'errorOutput',
-					credential: 'perItem',
-				}),
-				[{ product: 'p0', kind: 'refund500', skip: 0 }],
-			),
-		]);
-	});
-
-	it('(seed 49 after the resend mark) an agent call with a key killed, retried with Resend: one resend allowed', async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(spec([['k1/A']], { asTool: true }), [], { kind: 'kill', at: 3 }),
-			new RetryAfterKill(0, { ...retry, edit: { resend: true } }, []),
-		]);
-	});
-
-	it("(seed 49, n8n's window) a retry killed between its asking's record and its taking out: the next retry's interrupted_send is allowed", async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(spec([['p0/A']], { clear: true }), [], { kind: 'killBefore', at: 3 }),
-			new RetryAfterKill(0, { ...retry, reorder: true }, [], { kind: 'kill', at: 2 }),
-			new RetryAfterKill(0, { ...retry, reorder: true }, []),
-		]);
-	});
-
-	// Seed 24 on the fixes: a crashed execution retried twice, each with Resend Uncertain
-	// Generations, resent an agent's call twice (docs/retry.md: "an uncertain item is resent once per
-	// saved record"); a resend after a stop now claims `again stopped <send>` with its send.
-	it('(seed 24) a crashed agent execution retried twice with Resend: the call resent once', async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(spec([['p0/A'], ['k0/A']], { asTool: true }), [], { kind: 'kill', at: 3 }),
-			new RetryAfterKill(0, { ...retry, edit: { resend: true, clear: true } }, [
-				{ product: 'p0', kind: 'resetAfter', skip: 0 },
-			]),
-			new RetryAfterKill(
-				0,
-				{ ...retry, reorder: true, repeatCall: true, edit: { resend: true } },
-				[],
-			),
-		]);
-	});
-
-	// The same in a loop (seed 7 with the story opening, history.ts): a killed execution retried (its
-	// row refused once, then sent), then retried twice more with Resend: resent once (71ba1d4).
-	it('(seed 7) a crashed loop execution retried, then twice with Resend: the row resent once', async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(spec([['p0/A']], { tries: 2 }), [], { kind: 'kill', at: 1 }),
-			new RetryAfterKill(0, { ...retry, aim: true }, []),
-			new RetryAfterKill(0, { ...retry, edit: { resend: true } }, []),
-			new RetryAfterKill(0, { ...retry, edit: { resend: true } }, []),
-		]);
-	});
-
-	// Seed 24 with the story opening (history.ts; shrunk from two batches, a key and Clear): a killed
-	// execution's retry refused (failed), that retry retried and delivered, then the killed original
-	// retried again: it paid again while the retry of the retry claimed only `again <execution>
-	// <send>`; now also the run's send (1debbdf), so the original's retry reports it.
-	it("(seed 24) a killed execution's retry refused, that retry retried and delivered, the original retried again: not paid again", async () => {
+	it("a killed execution's retry refused, that retry retried and delivered, the original retried again: not paid again", async () => {
 		await runHistory(emulator, 'real', [
 			new NewExecution(spec([['p0/A']]), [], { kind: 'kill', at: 1 }),
 			new RetryAfterKill(0, retry, [{ product: 'p0', kind: 'refund500', skip: 0 }]),
@@ -262,108 +393,36 @@ describe('issue 49', () => {
 		]);
 	});
 
-	// Seed 24 after 1debbdf: a stopped execution retried (its row refused once, then sent by Retry On
-	// Fail), retried again with Resend (its first try refused, the next sending), and once more with
-	// Resend: a try after a refused resend recorded no mark, so the third retry resent it too. A
-	// resend of what a stopped attempt sent, a try of one included, now claims its mark first.
-	it('(seed 24) a resend refused once and sent by the next try: the next retry with Resend does not resend', async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(
-				{
-					concurrency: 1,
-					tries: 2,
-					onError: 'stop',
-					clear: false,
-					resend: false,
-					credential: 'fixed',
-					asTool: false,
-					runs: [[{ product: 'p0', account: 'A' }]],
-				},
-				[],
-				{ kind: 'kill', at: 1 },
-			),
-			new RetryAfterKill(0, { ...retry, aim: true }, [], undefined),
-			new RetryAfterKill(0, { ...retry, edit: { resend: true }, aim: true }, [], undefined),
-			new RetryAfterKill(0, { ...retry, edit: { resend: true }, aim: false }, [], undefined),
-		]);
-	});
-
-	it('(seed 49, history 91) a clearing execution holds its first send while another uses the key: its later clear is allowed', async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(
-				spec([['k0/A'], ['p1/B'], ['k1/B']], { concurrency: 8, clear: true, asTool: true }),
-				[],
-				{ kind: 'hold', product: 'k0', other: spec([['k1/B']], { credential: 'perItem' }) },
-			),
-		]);
-	});
-
-	it("(seed 49, history 18) another process finds an agent call's key open while this one is between its claim and its send: interrupted_send, the key sent just after", async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(
-				spec([['p0/A'], ['k0/A']], { tries: 2, asTool: true }),
-				[{ product: 'p0', kind: 'refund500', skip: 0 }],
-				{ kind: 'pause', at: 5, other: spec([['k0/A']], { asTool: true }) },
-			),
-		]);
-	});
-
-	it('(seed 49, history 41) a key claimed, another process clears and sends it, then this one sends: one turn per epoch', async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(spec([['k1/A']]), [], {
-				kind: 'pause',
-				at: 3,
-				other: spec([['k1/A']], { clear: true }),
-			}),
-		]);
-	});
-
-	it('(seeds 7 and 21) two executions clearing one key at once (a held send): each sends it once', async () => {
-		await runHistory(emulator, 'real', [
-			new NewExecution(spec([['k1/A']], { clear: true }), [], {
-				kind: 'hold',
-				product: 'k1',
-				other: spec([['k1/A'], ['p0/A']], { clear: true, asTool: true }),
-			}),
-		]);
-	});
-
-	it('(seed 21, history 80) an agent call refused (a refunded 500), n8n killed before its claim was let go: the retry reports it', async () => {
+	it('an agent call refused (a refunded 500), n8n killed before its claim was let go: the retry reports it', async () => {
 		await runHistory(emulator, 'real', [
 			new NewExecution(
 				spec([['p0/A']], { asTool: true }),
 				[{ product: 'p0', kind: 'refund500', skip: 0 }],
-				{ kind: 'killBefore', at: 3 },
+				{
+					kind: 'killBefore',
+					at: 3,
+				},
 			),
 			new RetryAfterKill(0, retry, []),
 		]);
 	});
 
-	it("(mutant d, the asking left in) a retry's first row refused: its next try asks again and sends the rows never reached", async () => {
+	it("a retry's first row refused: its next try sends the rows never reached", async () => {
 		await runHistory(emulator, 'real', [
 			new NewExecution(spec([['p0/A', 'p1/A']], { tries: 2 }), [], { kind: 'killBefore', at: 3 }),
 			new RetryAfterKill(0, { ...retry, aim: true }, []),
 		]);
 	});
 
-	it("(seed 7, history 87) two executions clearing one key, the first's send in flight (paid) while another process clears and sends it: each pays it once", async () => {
+	it("another process finds an agent call's key open while this one is between its claim and its send", async () => {
 		await runHistory(emulator, 'real', [
 			new NewExecution(
-				spec([['k1/A', 'k0/A', 'k1/A']], { concurrency: 8, clear: true }),
-				[
-					{ product: 'k1', kind: 'refund500', skip: 0 },
-					{ product: 'k1', kind: 'credits402', skip: 0 },
-				],
+				spec([['p0/A'], ['k0/A']], { tries: 2, asTool: true }),
+				[{ product: 'p0', kind: 'refund500', skip: 0 }],
 				{
 					kind: 'pause',
-					at: 4,
-					other: spec(
-						[
-							['k0/B', 'p1/A', 'p1/B', 'k0/B'],
-							['p0/A', 'k0/B'],
-						],
-						{ tries: 2, onError: 'continue', clear: true },
-					),
+					at: 5,
+					other: spec([['k0/A']], { asTool: true }),
 				},
 			),
 		]);

@@ -5,14 +5,17 @@
  * model-based commands generate them, shrink a failing one and replay it by seed and path.
  *
  * A history is a list of commands: a new execution, Executions → Retry of a killed one (from its
- * start, after a restart) or of a failed one (original or saved workflow, edited), and a restart.
- * An execution may be interrupted at one of its awaits: at its n-th store call (killed once the call
- * was written; the call failing as a busy database; another n8n process running another execution
- * there), or at a send held by the emulator while this process runs another execution.
+ * start, after a restart) or of a failed or stopped one (original or saved workflow, edited), and a
+ * restart. An execution may be interrupted at one of its awaits: at its n-th store call (killed
+ * once the call was written or before it is made; the user's Stop; the call failing as a busy
+ * database; another n8n process running another execution there), at a request to the service (a
+ * send or a download held there, then killed or stopped), or at a send held while this process runs
+ * another execution.
  *
  * Why not `fc.scheduler`: the awaits here wait on real HTTP and real timers (Retry On Fail's wait),
  * which a scheduler cannot see, so it cannot tell when the system is idle; the interrupts are
- * chosen by number (the n-th store call) instead, which fast-check generates and shrinks the same.
+ * chosen by number (the n-th store call, the n-th request of a route) instead, which fast-check
+ * generates and shrinks the same.
  */
 // A test file: n8n Cloud's rules for a node's own code (no imports, no process, no console) do not apply.
 /* eslint-disable @n8n/community-nodes/no-restricted-globals, @n8n/community-nodes/require-node-api-error, no-console */
@@ -44,10 +47,12 @@ import {
 	type Attempt,
 	type Caps,
 	type Report,
+	type Request,
 	type Row,
 	type Turn,
 	broken,
 	keyed,
+	parsePrompt,
 	promptOf,
 } from './promises';
 
@@ -57,8 +62,15 @@ export type OnError = 'stop' | 'errorOutput' | 'continue';
 // Stop Workflow weighs twice: a failed item stops its batch, and the next try meets what the last left.
 const onErrorArb = fc.constantFrom<OnError>('stop', 'stop', 'errorOutput', 'continue');
 
-export type FaultKind = 'refund500' | 'resetAfter' | 'credits402';
-/** An emulator fault on the next request(s) of a product: a refunded 500, a reset after charging, a 402. */
+export type FaultKind =
+	| 'refund500'
+	| 'resetAfter'
+	| 'credits402'
+	/** The answer held after the charge until the node's Timeout (1 s) gives up: `timeout`. */
+	| 'timeoutAfter'
+	/** A download of the product's execution fails (a 500 on the file route): the generation stays. */
+	| 'download500';
+/** An emulator fault on the next request(s) of a product. */
 export interface Fault {
 	product: string;
 	kind: FaultKind;
@@ -76,11 +88,20 @@ export interface RunSpec {
 	 * error in the regular output, where n8n's Retry On Fail tries again when item 0 failed).
 	 */
 	onError: OnError;
-	clear: boolean;
+	/** Resend Uncertain Generations (a new execution has it too: it must change nothing there). */
 	resend: boolean;
 	credential: 'fixed' | 'perItem';
 	/** AI Agent 3.x: each run is a call, its item carrying the model's `toolCallId`. */
 	asTool: boolean;
+	/** A saved workflow that still carries Clear Idempotency Key on (removed: ignored). */
+	legacyClear?: boolean;
+	/** Download Images (then the downloads follow the last generation with Concurrency 1). */
+	download?: boolean;
+	/** Max Credits per Execution and per Item (0 or absent: no limit); an image here costs 12. */
+	maxPerExecution?: number;
+	maxPerItem?: number;
+	/** Timeout (Seconds) 1, for the `timeoutAfter` fault (else the node's default). */
+	timeout1?: boolean;
 }
 
 export type Interrupt =
@@ -89,6 +110,18 @@ export type Interrupt =
 	 * was made; past its last call: after the node finished, before n8n saved anything.
 	 */
 	| { kind: 'kill' | 'killBefore'; at: number }
+	/** The user's Stop once store call `at` was written (past its last call: nothing to stop). */
+	| { kind: 'stop'; at: number }
+	/**
+	 * The `skip + 1`-th request on `route` held at the service (`before` it is handled, or `after`
+	 * it was charged: a lost answer), then n8n killed (the request never answered) or the user's Stop.
+	 */
+	| {
+			kind: 'killAt' | 'stopAt';
+			route: 'generate' | 'file';
+			skip: number;
+			when: 'before' | 'after';
+	  }
 	/** Store calls `at` … `at + times - 1` fail as a busy database. */
 	| { kind: 'busy'; at: number; times: number }
 	/** After store call `at`, another n8n process (a queue-mode worker) runs `other` to its end. */
@@ -99,9 +132,10 @@ export type Interrupt =
 /** What "Retry with currently saved workflow" brings: the node's parameters and credential edited. */
 export interface Edit {
 	resend?: boolean;
-	clear?: boolean;
+	legacyClear?: boolean;
 	credential?: 'fixed' | 'perItem';
 	onError?: OnError;
+	maxPerExecution?: number;
 }
 
 // The store scheduler: each store call of an execution is numbered; an interrupt acts at one.
@@ -118,12 +152,6 @@ const plans = new Map<number, Plan>();
 const callsOf = new Map<number, number>();
 const numbered = new WeakMap<StoreCall, number>();
 const dead = new Set<number>();
-/** Per execution: its calls that take values out of the node's row of sends (a retry's asking). */
-const sendsAsked = new Map<number, number>();
-/** Per killed execution: the sends its last claim call wrote, which the kill kept from leaving. */
-const claimedAtKill = new Map<number, number>();
-/** Per execution: the Idempotency Keys whose answer it had taken (their open mark taken out). */
-const keysAnswered = new Map<number, Set<string>>();
 
 async function storeHook(call: StoreCall, phase: 'before' | 'after'): Promise<void> {
 	const id = running.getStore();
@@ -134,14 +162,6 @@ async function storeHook(call: StoreCall, phase: 'before' | 'after'): Promise<vo
 		const n = (callsOf.get(id) ?? 0) + 1;
 		callsOf.set(id, n);
 		numbered.set(call, n);
-		if (call.kind === 'remove' && call.scope === 'node')
-			sendsAsked.set(id, (sendsAsked.get(id) ?? 0) + 1);
-		if (call.kind === 'remove' && call.scope === 'workflow') {
-			const keys = keysAnswered.get(id) ?? new Set<string>();
-			for (const value of call.values)
-				if (value.startsWith('open ')) keys.add(value.split(' ').at(-1)!);
-			keysAnswered.set(id, keys);
-		}
 		if (process.env.MODEL_TRACE) {
 			console.log(
 				`#${id} store call ${n}: ${call.kind} ${call.scope} ${call.values.join(' | ').slice(0, 160)}`,
@@ -162,19 +182,12 @@ async function storeHook(call: StoreCall, phase: 'before' | 'after'): Promise<vo
 	if (!plan || !('at' in plan.interrupt) || n !== plan.interrupt.at) return;
 	if (plan.interrupt.kind === 'kill') {
 		dead.add(id);
-		// Claims written by the call the kill follows: their sends never left (docs/retry.md). And a
-		// retry's asking of the sends' row, killed between its record and its taking out: the values
-		// it asked stay recorded (docs/retry.md: "n8n killed in the instant between"; a group move's
-		// write, real sends, is counted too: a wider allowance, never a narrower one).
-		const claims =
-			call.kind === 'record' &&
-			(call.scope === 'workflow' || call.values.some((value) => value.startsWith('send ')));
-		claimedAtKill.set(
-			id,
-			claims ? call.values.filter((value) => /(^| )send /.test(value)).length : 0,
-		);
 		plan.reached();
 		return await never();
+	}
+	if (plan.interrupt.kind === 'stop') {
+		plan.reached(); // the harness stops the execution; the node goes on to see it
+		return;
 	}
 	if (plan.interrupt.kind === 'pause') {
 		plan.reached();
@@ -182,31 +195,40 @@ async function storeHook(call: StoreCall, phase: 'before' | 'after'): Promise<vo
 	}
 }
 
-/** The node as a freshly started n8n process loads it (nothing held in memory), at the given caps. */
-async function freshProcess(caps?: Partial<Record<string, number>>): Promise<INodeType> {
+/**
+ * The node as a freshly started n8n process loads it (nothing held in memory), at the given caps.
+ * Only the package's own modules are loaded anew: n8n-workflow (the one library the node imports)
+ * is n8n's, shared as in n8n, so a fresh process costs about 15 ms instead of about 250 ms.
+ */
+async function freshProcess(caps?: Partial<Record<string, number>>): Promise<{
+	node: INodeType;
+	limits: Record<string, number>;
+}> {
 	let Fresh: (new () => INodeType) | undefined;
 	let limits: Record<string, number> | undefined;
+	const workflow = jest.requireActual<object>('n8n-workflow');
 	await jest.isolateModulesAsync(async () => {
+		jest.doMock('n8n-workflow', () => workflow);
 		({ ImagePack: Fresh } = await import('../../nodes/ImagePack/ImagePack.node'));
 		({ RECORD_LIMITS: limits } = await import(
 			'../../nodes/ImagePack/actions/image/generate/durable'
 		));
 	});
-	if (caps) Object.assign(limits!, caps);
-	return new Fresh!();
+	// The record's budgets scaled by name, whatever the node calls them now (those it has).
+	if (caps) for (const name of Object.keys(caps)) if (name in limits!) limits![name] = caps[name]!;
+	return { node: new Fresh!(), limits: limits! };
 }
 
 /**
- * The scaled-down caps (a mode of a history): the node's `RECORD_LIMITS` (durable.ts, an exported
- * object) lowered in each process the test loads, so that histories of a few dozen items reach them.
- * The claims' row keeps room for two processes' lanes in flight and their groups waiting to move.
+ * The scaled-down budgets (a mode of a history): the node's `RECORD_LIMITS` (durable.ts, an
+ * exported object) lowered in each process the test loads, so that histories of a few dozen items
+ * with many keys fill them. The claims' row keeps room for two processes' lanes in flight.
  */
-export const SCALED_CAPS = { sends: 30, keys: 2, claims: 24, moveAt: 3 };
-const REAL_CAPS = { sends: 12_000, keys: 10_000 };
+export const SCALED_CAPS = { sends: 16, keys: 2, claims: 24, moveAt: 3 };
 
 // What the node's items look like.
 
-function parameters(spec: Pick<RunSpec, 'concurrency' | 'clear' | 'resend'>): INodeParameters {
+function parameters(spec: RunSpec): INodeParameters {
 	return {
 		resource: 'image',
 		operation: 'generate',
@@ -215,11 +237,14 @@ function parameters(spec: Pick<RunSpec, 'concurrency' | 'clear' | 'resend'>): IN
 		ratio: '1:1',
 		resolution: '1K',
 		options: {
-			downloadImages: false,
+			downloadImages: spec.download === true,
 			concurrency: spec.concurrency,
 			idempotencyKey: '={{ $json.key }}',
-			clearIdempotencyKey: spec.clear,
+			...(spec.legacyClear && { clearIdempotencyKey: true }),
 			resendUncertain: spec.resend,
+			...(spec.maxPerExecution && { maxCreditsPerExecution: spec.maxPerExecution }),
+			...(spec.maxPerItem && { maxCreditsPerItem: spec.maxPerItem }),
+			...(spec.timeout1 && { timeoutSeconds: 1 }),
 		},
 	};
 }
@@ -309,14 +334,34 @@ function reportsOf(run: EngineRun, skip: number): Report[] {
 
 let ids = 0;
 
+/** What an attempt is, before it runs (the rest of `Attempt` is what happened). */
+export type Journal = Pick<
+	Attempt,
+	| 'kind'
+	| 'from'
+	| 'runs'
+	| 'credential'
+	| 'resend'
+	| 'asTool'
+	| 'concurrency'
+	| 'maxPerExecution'
+	| 'maxPerItem'
+> & { family?: number; timeout1: boolean };
+
 export class System {
 	readonly attempts: Attempt[] = [];
-	/** Killed executions (their start, for Executions → Retry) and finished ones (their saved data). */
+	/** Killed executions (their start, for Executions → Retry) and saved ones (their data). */
 	readonly killed = new Map<number, StartedRun>();
 	readonly finished = new Map<number, EngineRun>();
 	private process!: INodeType;
+	/** The budgets the node read (RECORD_LIMITS after scaling): what the model allows beyond. */
+	private limits: Record<string, number> = {};
 	private keys!: Record<Account, string>;
 	private accounts!: Map<string, Account>;
+	/** Held requests of killed processes, never released (their process is gone). */
+	private readonly stale = new Set<number>();
+	/** Executions running one inside another (a pause, a hold): only the outermost releases. */
+	private depth = 0;
 
 	constructor(
 		private readonly emulator: Emulator,
@@ -340,12 +385,14 @@ export class System {
 			[this.emulator.accountId, 'A'],
 			[b.accountId, 'B'],
 		]);
-		this.process = await freshProcess(this.scaled);
+		await this.restart();
 	}
 
 	/** n8n restarted: a new process, nothing of the old one's memory. */
 	async restart(): Promise<void> {
-		this.process = await freshProcess(this.scaled);
+		const fresh = await freshProcess(this.scaled);
+		this.process = fresh.node;
+		this.limits = fresh.limits;
 	}
 
 	private items(
@@ -390,16 +437,44 @@ export class System {
 		return { seq: log.at(-1)?.seq ?? 0, turns: new Set(turns.map((turn) => turn.id)) };
 	}
 
-	private async paidTurns(): Promise<Turn[]> {
-		const turns: Turn[] = [];
+	private async paidTurns(): Promise<Array<Omit<Turn, 'seq'> & { createdAt: number }>> {
+		const turns: Array<Omit<Turn, 'seq'> & { createdAt: number }> = [];
 		for (const [accountId, account] of this.accounts) {
 			for (const turn of await this.emulator.control.turns(accountId)) {
 				if (turn.charged > 0) {
-					turns.push({ id: turn.id, prompt: String(turn.prompt), account, charged: turn.charged });
+					turns.push({
+						id: turn.id,
+						prompt: String(turn.prompt),
+						account,
+						charged: turn.charged,
+						createdAt: turn.createdAt,
+					});
 				}
 			}
 		}
-		return turns.sort((a, b) => (a.id < b.id ? -1 : 1));
+		return turns.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+	}
+
+	/** Waits until the service holds a request of this attempt (true), or the run ends (false). */
+	private async heldOrDone(
+		done: Promise<unknown>,
+		route: 'generate' | 'file',
+		prompt?: string,
+	): Promise<boolean> {
+		let isDone = false;
+		void done.then(() => (isDone = true));
+		const { control } = this.emulator;
+		for (;;) {
+			if (isDone) return false;
+			const held = (await control.held()).filter(
+				(h) =>
+					!this.stale.has(h.seq) &&
+					h.route === route &&
+					(route === 'file' || prompt === undefined || (h.prompt ?? '').endsWith(prompt)),
+			);
+			if (held.length) return true;
+			await sleep(3);
+		}
 	}
 
 	/**
@@ -407,72 +482,106 @@ export class System {
 	 * interrupt, and journals it.
 	 */
 	async execute(
-		what: Omit<
-			Attempt,
-			| 'id'
-			| 'family'
-			| 'window'
-			| 'outcome'
-			| 'reports'
-			| 'sendsAsked'
-			| 'claimedAtKill'
-			| 'unsaved'
-			| 'keysAnswered'
-		> & {
-			family?: number;
-		},
+		what: Journal,
 		begin: (id: number) => StartedRun,
 		faults: Fault[],
 		interrupt?: Interrupt,
 		skipTasks = 0,
 	): Promise<Attempt> {
+		this.depth++;
+		try {
+			return await this.run(what, begin, faults, interrupt, skipTasks);
+		} finally {
+			this.depth--;
+		}
+	}
+
+	private async run(
+		what: Journal,
+		begin: (id: number) => StartedRun,
+		faults: Fault[],
+		interrupt: Interrupt | undefined,
+		skipTasks: number,
+	): Promise<Attempt> {
 		const { control } = this.emulator;
 		const id = ++ids;
-		for (const fault of faults) await control.injectFault(faultOf(fault));
+		const family = what.family ?? id;
+		// Faults aim at this execution's own prompts (an execution run inside it has others).
+		for (const fault of faults) await control.injectFault(faultOf(fault, what.timeout1, family));
 		const before = await this.window();
 		let reached = () => {};
 		const reachedPoint = new Promise<'reached'>((resolve) => (reached = () => resolve('reached')));
 		let resume = () => {};
 		const resumed = new Promise<void>((resolve) => (resume = resolve));
-		if (interrupt && interrupt.kind !== 'hold')
-			plans.set(id, { interrupt, reached, resume: resumed });
+		if (interrupt && 'at' in interrupt) plans.set(id, { interrupt, reached, resume: resumed });
 		if (interrupt?.kind === 'hold') {
 			await control.injectFault({
 				route: 'generate',
 				kind: 'hold',
 				when: 'before',
-				promptIncludes: sku(interrupt.product),
+				promptIncludes: promptOf(interrupt.product, family),
+			});
+		}
+		if (interrupt?.kind === 'killAt' || interrupt?.kind === 'stopAt') {
+			await control.injectFault({
+				route: interrupt.route,
+				kind: 'hold',
+				when: interrupt.route === 'file' ? 'before' : interrupt.when,
+				skip: interrupt.skip,
+				...(interrupt.route === 'generate' && { promptIncludes: ` #${family}.` }),
 			});
 		}
 		const started = running.run(id, () => begin(id));
 		const done = started.done.then((run) => ({ run }));
 		let run: EngineRun | undefined;
-		let unsaved = false;
+		let killed: Attempt['killed'];
+		let stopped = false;
 		if (interrupt?.kind === 'kill' || interrupt?.kind === 'killBefore') {
 			// Killed at the store call, or (past its last call) after the node finished, before n8n saved.
 			const first = await Promise.race([done, reachedPoint]);
-			if (first === 'reached')
-				await sleep(60); // requests in flight land at the service
-			else unsaved = true;
+			if (first === 'reached') {
+				killed = 'running';
+				await sleep(20); // requests in flight land at the service
+			} else killed = 'afterNode';
+		} else if (interrupt?.kind === 'stop') {
+			const first = await Promise.race([done, reachedPoint]);
+			if (first === 'reached') {
+				stopped = true;
+				started.stop!();
+			}
+			run = (await done).run;
+		} else if (interrupt?.kind === 'killAt' || interrupt?.kind === 'stopAt') {
+			if (await this.heldOrDone(done, interrupt.route, ` #${family}.`)) {
+				if (interrupt.kind === 'killAt') {
+					dead.add(id);
+					killed = 'running';
+					for (const h of await control.held()) this.stale.add(h.seq);
+					await sleep(20);
+				} else {
+					stopped = true;
+					started.stop!();
+					// The Stop aborts the held request; a node that does not let go is released after a while.
+					const first = await Promise.race([done, sleep(500).then(() => 'late' as const)]);
+					if (first === 'late') await this.releaseOwn();
+					run = (await done).run;
+				}
+			} else run = (await done).run;
 		} else if (interrupt?.kind === 'pause') {
 			const first = await Promise.race([done, reachedPoint]);
 			if (first === 'reached') {
 				try {
-					await this.another(interrupt.other, await freshProcess(this.scaled));
+					await this.another(interrupt.other, (await freshProcess(this.scaled)).node);
 				} finally {
 					resume();
 				}
 			}
 			run = (await done).run;
 		} else if (interrupt?.kind === 'hold') {
-			let isDone = false;
-			void done.then(() => (isDone = true));
-			while (!isDone && !(await control.held()).length) await sleep(5);
-			if (!isDone) {
+			if (await this.heldOrDone(done, 'generate', promptOf(interrupt.product, family))) {
 				try {
 					await this.another(interrupt.other, this.process);
 				} finally {
-					await control.releaseHeld();
+					await this.releaseOwn();
 				}
 			}
 			run = (await done).run;
@@ -481,25 +590,38 @@ export class System {
 		}
 		plans.delete(id);
 		await control.clearFaults();
+		if (!killed) await this.releaseOwn();
 		const after = await this.window();
+		const status = run?.run.status;
 		const attempt: Attempt = {
-			...what,
+			kind: what.kind,
+			from: what.from,
+			runs: what.runs,
+			credential: what.credential,
+			resend: what.resend,
+			asTool: what.asTool,
+			concurrency: what.concurrency,
+			maxPerExecution: what.maxPerExecution,
+			maxPerItem: what.maxPerItem,
 			id,
-			family: what.family ?? id,
+			family,
 			window: {
 				fromSeq: before.seq,
 				toSeq: after.seq,
 				turnsBefore: before.turns,
 				turnsAfter: after.turns,
 			},
-			outcome: run ? (run.run.status === 'error' ? 'failed' : 'finished') : 'killed',
-			reports: run ? reportsOf(run, skipTasks) : [],
-			sendsAsked: sendsAsked.get(id) ?? 0,
-			claimedAtKill: claimedAtKill.get(id) ?? 0,
-			unsaved,
-			keysAnswered: [...(keysAnswered.get(id) ?? [])],
+			outcome: killed
+				? 'killed'
+				: stopped || status === 'canceled'
+					? 'stopped'
+					: status === 'error'
+						? 'failed'
+						: 'finished',
+			reports: run && !killed ? reportsOf(run, skipTasks) : [],
+			killed,
 		};
-		if (attempt.outcome === 'killed') {
+		if (killed) {
 			this.killed.set(id, started);
 			await this.restart();
 		} else {
@@ -507,6 +629,13 @@ export class System {
 		}
 		this.attempts.push(attempt);
 		return attempt;
+	}
+
+	private async releaseOwn(): Promise<void> {
+		const { control } = this.emulator;
+		if (this.depth > 1) return;
+		for (const h of await control.held())
+			if (!this.stale.has(h.seq)) await control.releaseHeld(h.seq);
 	}
 
 	/** Another execution, to its end, in `process` (this one, or another n8n process). */
@@ -518,31 +647,57 @@ export class System {
 		);
 	}
 
-	/** The promises broken so far (promises.ts), in words. */
-	async broken(): Promise<string[]> {
+	/** The world as the model reads it: requests and paid turns from the service, the journal. */
+	async world() {
 		const log = await this.emulator.control.requests({ route: 'generate' });
-		const requests = log.map((entry) => ({
+		const requests: Array<Request & { at: number }> = log.map((entry) => ({
 			seq: entry.seq,
 			prompt: String(entry.prompt),
 			account: entry.accountId ? this.accounts.get(entry.accountId) : undefined,
+			refused: entry.status !== null && entry.status >= 400,
+			answered:
+				entry.status !== null &&
+				entry.status < 300 &&
+				entry.fault !== 'reset' &&
+				(entry.held === null || entry.held.outcome === 'released'),
+			at: entry.at,
 		}));
-		const caps: Caps = this.caps === 'scaled' ? SCALED_CAPS : REAL_CAPS;
-		const turns = await this.paidTurns();
+		// Each paid turn answers the latest request of its prompt and account that came before it.
+		const matched = new Set<number>();
+		const turns: Turn[] = (await this.paidTurns()).map(({ createdAt, ...turn }) => {
+			const request = requests
+				.filter(
+					(r) =>
+						!matched.has(r.seq) &&
+						r.prompt === turn.prompt &&
+						r.account === turn.account &&
+						r.at <= createdAt,
+				)
+				.at(-1);
+			if (request) matched.add(request.seq);
+			return { ...turn, seq: request?.seq ?? 0 };
+		});
+		const caps: Caps = {
+			sends: this.limits.sends ?? Infinity,
+			keys: this.limits.keys ?? Infinity,
+		};
+		return { attempts: this.attempts, requests, turns, caps };
+	}
+
+	/** The promises broken so far (promises.ts), in words. */
+	async broken(): Promise<string[]> {
+		const world = await this.world();
 		if (process.env.MODEL_TRACE) {
 			for (const a of this.attempts) {
-				const paid = turns.filter(
+				const paid = world.turns.filter(
 					(t) => !a.window.turnsBefore.has(t.id) && a.window.turnsAfter.has(t.id),
 				);
 				console.log(
-					`#${a.id} ${a.kind} of #${a.family} ${a.outcome}: paid ${paid.map((t) => `${t.prompt}/${t.account}`).join(', ')}; reports ${a.reports.map((r) => `${r.run}.${r.item} ${r.ok ? 'ok' : `${r.code}/${r.charge}`}`).join(', ')}`,
+					`#${a.id} ${a.kind} of #${a.family} ${a.outcome}${a.killed ? ` (${a.killed})` : ''}: paid ${paid.map((t) => `${t.prompt}/${t.account}`).join(', ')}; reports ${a.reports.map((r) => `${r.run}.${r.item} ${r.ok ? 'ok' : `${r.code}/${r.charge}`}`).join(', ')}`,
 				);
 			}
 		}
-		const found = broken({ attempts: this.attempts, requests, turns, caps });
-		// MODEL_WITHOUT=cost: rule 5 (what a new execution reads) left out, to look past it.
-		return without.has('cost')
-			? found.filter((text) => !text.startsWith('a new execution asked'))
-			: found;
+		return broken(world);
 	}
 
 	newProcessNodeType(): INodeType {
@@ -553,36 +708,51 @@ export class System {
 		return this.items(rows, asTool, family, calls);
 	}
 
+	/** The row an input item stands for (its product and its account's key). */
+	rowOf(json: IDataObject): Row {
+		const account = (Object.keys(this.keys) as Account[]).find((a) => this.keys[a] === json.apiKey);
+		return { product: parsePrompt(String(json.sku)).product, account: account ?? 'A' };
+	}
+
 	credentialsFor(credential: RunSpec['credential']) {
 		return this.credentials(credential);
 	}
 }
 
-/** Faults aim at a product, in whichever execution asks for it. */
-const sku = (product: string) => product;
-
-function faultOf(fault: Fault) {
-	const base = { route: 'generate' as const, promptIncludes: sku(fault.product), skip: fault.skip };
+function faultOf(fault: Fault, timeout1: boolean, family: number) {
+	const base = {
+		route: 'generate' as const,
+		promptIncludes: promptOf(fault.product, family),
+		skip: fault.skip,
+	};
 	if (fault.kind === 'refund500') return { ...base, kind: 'status' as const, status: 500 };
 	if (fault.kind === 'credits402') return { ...base, kind: 'status' as const, status: 402 };
+	if (fault.kind === 'download500')
+		return { route: 'file' as const, kind: 'status' as const, status: 500, skip: fault.skip };
+	// A lost answer held until the node's Timeout (1 s); without it, a reset after the charge.
+	if (fault.kind === 'timeoutAfter' && timeout1)
+		return { ...base, kind: 'hold' as const, when: 'after' as const };
 	return { ...base, kind: 'reset' as const, when: 'after' as const };
 }
 
-function journalOf(spec: RunSpec, kind: Attempt['kind']) {
+function journalOf(spec: RunSpec, kind: Attempt['kind']): Journal {
 	return {
 		kind,
 		runs: spec.runs,
 		credential: spec.credential,
-		clear: spec.clear,
 		resend: spec.resend,
 		asTool: spec.asTool,
+		concurrency: spec.concurrency,
+		maxPerExecution: spec.maxPerExecution ?? 0,
+		maxPerItem: spec.maxPerItem ?? 0,
+		timeout1: spec.timeout1 === true,
 	};
 }
 
 // The commands.
 
 export interface Model {
-	/** Executions n8n was killed in, and failed executions that n8n still offers to retry. */
+	/** Executions n8n was killed in, and failed or stopped executions that n8n offers to retry. */
 	killed: number[];
 	failed: number[];
 	/** Each execution's spec as it last ran (a retry's, edited). */
@@ -601,7 +771,7 @@ function remember(model: Model, attempt: Attempt, spec: RunSpec): void {
 	model.specs.set(attempt.id, spec);
 	model.families.set(attempt.id, attempt.family);
 	if (attempt.outcome === 'killed') model.killed.push(attempt.id);
-	if (attempt.outcome === 'failed') model.failed.push(attempt.id);
+	if (attempt.outcome === 'failed' || attempt.outcome === 'stopped') model.failed.push(attempt.id);
 }
 
 const show = (value: unknown) =>
@@ -714,6 +884,13 @@ export class RetryExecution implements Command {
 					},
 				] as const)
 			: ([undefined, {}] as const);
+		// What the retry runs: the kept runs, then what n8n's saved stack holds (the failed run put
+		// back on it; after a Stop, not the stopped run: n8n runs the batches after it).
+		const stack = failed.run.data.executionData?.nodeExecutionStack ?? [];
+		spec.runs = [
+			...before.runs.slice(0, kept),
+			...stack.map((entry) => (entry.data.main[0] ?? []).map((item) => system.rowOf(item.json))),
+		];
 		const nodeType = system.newProcessNodeType();
 		const attempt = await system.execute(
 			{ ...journalOf(spec, 'retryExecution'), family: model.families.get(id), from: id },
@@ -745,18 +922,26 @@ export class Restart implements Command {
 // The generator.
 
 /**
- * Features left out of the histories (`MODEL_WITHOUT=clear,tool`), to look past a break found
- * already: clear, resend, tool, perItem, keys, faults, kill, busy, pause, hold, retryExecution,
- * retryAfterKill, scaled; `cost` leaves out rule 5 of promises.ts.
+ * Features left out of the histories (`MODEL_WITHOUT=tool,stop`), to look past a break found
+ * already: resend, tool, perItem, keys, faults, kill, stop, busy, pause, hold, caps, download,
+ * legacyClear, retryExecution, retryAfterKill, scaled.
  */
 const without = new Set((process.env.MODEL_WITHOUT ?? '').split(',').filter(Boolean));
 const unless = <T>(feature: string, arbitrary: fc.Arbitrary<T>, otherwise: T): fc.Arbitrary<T> =>
 	without.has(feature) ? fc.constant(otherwise) : arbitrary;
 
+/** Two plain products and two keys often (twins are common); four more keys now and then (the record's key budget). */
 export const PRODUCTS = without.has('keys') ? ['p0', 'p1', 'p2'] : ['p0', 'p1', 'k0', 'k1'];
+const MORE_KEYS = without.has('keys') ? [] : ['k2', 'k3', 'k4', 'k5'];
+const productArb = MORE_KEYS.length
+	? fc.oneof(
+			{ weight: 5, arbitrary: fc.constantFrom(...PRODUCTS) },
+			{ weight: 1, arbitrary: fc.constantFrom(...MORE_KEYS) },
+		)
+	: fc.constantFrom(...PRODUCTS);
 
 const rowArb: fc.Arbitrary<Row> = fc.record({
-	product: fc.constantFrom(...PRODUCTS),
+	product: productArb,
 	account: fc.constantFrom<Account>('A', 'B'),
 });
 
@@ -766,7 +951,7 @@ const specArb: fc.Arbitrary<RunSpec> = fc
 			'tool',
 			fc.oneof(
 				{ weight: 1, arbitrary: fc.constant(true) },
-				{ weight: 2, arbitrary: fc.constant(false) },
+				{ weight: 3, arbitrary: fc.constant(false) },
 			),
 			false,
 		),
@@ -779,8 +964,11 @@ const specArb: fc.Arbitrary<RunSpec> = fc
 		concurrency: fc.constantFrom<1 | 8>(1, 1, 8),
 		tries: fc.option(fc.constantFrom<2 | 3>(2, 3), { nil: undefined }),
 		onError: onErrorArb,
-		clear: unless('clear', fc.boolean(), false),
-		resend: fc.constant(false),
+		resend: unless('resend', fc.boolean(), false),
+		legacyClear: unless('legacyClear', fc.constantFrom(false, false, false, true), false),
+		download: unless('download', fc.constantFrom(false, false, true), false),
+		maxPerExecution: unless('caps', fc.constantFrom(0, 0, 0, 24, 36), 0),
+		maxPerItem: unless('caps', fc.constantFrom(0, 0, 0, 0, 0, 12, 11), 0),
 		credential: unless(
 			'perItem',
 			fc.constantFrom<'fixed' | 'perItem'>('fixed', 'perItem'),
@@ -796,6 +984,15 @@ const specArb: fc.Arbitrary<RunSpec> = fc
 			: batches.map((rows, index) => (twin && index === 0 ? [...rows, rows[0]] : rows)),
 	}));
 
+const faultKindArb = fc.constantFrom<FaultKind>(
+	'refund500',
+	'refund500',
+	'resetAfter',
+	'resetAfter',
+	'credits402',
+	'download500',
+	'timeoutAfter',
+);
 const faultsArb: fc.Arbitrary<Fault[]> = unless(
 	'faults',
 	fc.array(
@@ -803,7 +1000,7 @@ const faultsArb: fc.Arbitrary<Fault[]> = unless(
 		// used by a twin or another execution meanwhile) is where keys meet retries.
 		fc.record({
 			product: fc.constantFrom(...PRODUCTS, ...PRODUCTS.filter(keyed)),
-			kind: fc.constantFrom<FaultKind>('refund500', 'refund500', 'resetAfter', 'credits402'),
+			kind: faultKindArb,
 			skip: fc.nat(1),
 		}),
 		{ maxLength: 2 },
@@ -811,10 +1008,14 @@ const faultsArb: fc.Arbitrary<Fault[]> = unless(
 	[],
 );
 
+/** A command's spec with Timeout 1 s when one of its faults is a lost answer to wait out. */
+const timed = (spec: RunSpec, faults: Fault[]): RunSpec =>
+	faults.some((f) => f.kind === 'timeoutAfter') ? { ...spec, timeout1: true } : spec;
+
 /**
  * Half the new executions and retries after a kill refuse their first row's first request (a
  * refunded 500): with Retry On Fail, Continue and a twin row, the refused row's next try meets its
- * key used by the twin; in a retry, the next try asks the sends' row again (rows never reached).
+ * key used by the twin; in a retry, the next try meets rows its first never reached.
  */
 function aimed(spec: RunSpec, faults: Fault[]): Fault[] {
 	if (without.has('faults')) return faults;
@@ -826,8 +1027,14 @@ const storeCall = fc.oneof(
 	{ weight: 1, arbitrary: fc.integer({ min: 1, max: 4 }) },
 	{ weight: 1, arbitrary: fc.integer({ min: 1, max: 14 }) },
 );
-const interrupts: Array<fc.WeightedArbitrary<Interrupt>> = [
+const atRequest = fc.record({
+	route: fc.constantFrom<'generate' | 'file'>('generate', 'generate', 'file'),
+	skip: fc.nat(3),
+	when: fc.constantFrom<'before' | 'after'>('before', 'after'),
+});
+const interrupts: Array<{ feature: string; weight: number; arbitrary: fc.Arbitrary<Interrupt> }> = [
 	{
+		feature: 'kill',
 		weight: 4,
 		arbitrary: fc.record({
 			kind: fc.constantFrom('kill' as const, 'killBefore' as const),
@@ -835,7 +1042,23 @@ const interrupts: Array<fc.WeightedArbitrary<Interrupt>> = [
 		}),
 	},
 	{
+		feature: 'kill',
+		weight: 1,
+		arbitrary: atRequest.map((at) => ({ kind: 'killAt' as const, ...at })),
+	},
+	{
+		feature: 'stop',
+		weight: 1,
+		arbitrary: fc.record({ kind: fc.constant('stop' as const), at: storeCall }),
+	},
+	{
+		feature: 'stop',
 		weight: 2,
+		arbitrary: atRequest.map((at) => ({ kind: 'stopAt' as const, ...at })),
+	},
+	{
+		feature: 'busy',
+		weight: 1,
 		arbitrary: fc.record({
 			kind: fc.constant('busy' as const),
 			at: storeCall,
@@ -843,10 +1066,12 @@ const interrupts: Array<fc.WeightedArbitrary<Interrupt>> = [
 		}),
 	},
 	{
+		feature: 'pause',
 		weight: 2,
 		arbitrary: fc.record({ kind: fc.constant('pause' as const), at: storeCall, other: specArb }),
 	},
 	{
+		feature: 'hold',
 		weight: 1,
 		arbitrary: fc.record({
 			kind: fc.constant('hold' as const),
@@ -855,82 +1080,69 @@ const interrupts: Array<fc.WeightedArbitrary<Interrupt>> = [
 		}),
 	},
 ];
-const kept = interrupts.filter(
-	({ weight }, index) => weight && !without.has(['kill', 'busy', 'pause', 'hold'][index]),
-);
+const kept = interrupts.filter(({ feature }) => !without.has(feature));
 const interruptArb: fc.Arbitrary<Interrupt | undefined> = kept.length
 	? fc.option(fc.oneof(...kept), { nil: undefined, freq: 2 })
 	: fc.constant(undefined);
 
 const edits = {
 	resend: unless('resend', fc.boolean(), false),
-	clear: unless('clear', fc.boolean(), false),
+	legacyClear: unless('legacyClear', fc.boolean(), false),
 	credential: unless('perItem', fc.constantFrom<'fixed' | 'perItem'>('fixed', 'perItem'), 'fixed'),
+	maxPerExecution: unless('caps', fc.constantFrom(0, 24, 36), 0),
 };
 const editArb: fc.Arbitrary<Edit> = fc.record(
 	{ ...edits, onError: onErrorArb },
 	{ requiredKeys: [] },
 );
 
-const commands: Array<fc.Arbitrary<Command>> = [
-	fc
-		.tuple(specArb, faultsArb, interruptArb, fc.boolean())
-		.map(
-			([spec, faults, interrupt, aim]) =>
-				new NewExecution(spec, aim ? aimed(spec, faults) : faults, interrupt),
-		),
-	fc
-		.tuple(
-			fc.nat(9),
-			fc.record({
-				reorder: fc.boolean(),
-				crashRecovered: fc.boolean(),
-				repeatCall: fc.boolean(),
-				edit: fc.option(editArb, { nil: undefined }),
-				aim: fc.boolean(),
-			}),
-			faultsArb,
-			interruptArb,
-		)
-		.map(
-			([target, change, faults, interrupt]) =>
-				new RetryAfterKill(target, change, faults, interrupt),
-		),
-	fc
-		.tuple(fc.nat(9), fc.option(editArb, { nil: undefined }), faultsArb, interruptArb)
-		.map(
-			([target, edit, faults, interrupt]) => new RetryExecution(target, edit, faults, interrupt),
-		),
-	fc.constant(new Restart()),
-];
+const newExecutionArb = fc
+	.tuple(specArb, faultsArb, interruptArb, fc.boolean())
+	.map(
+		([spec, faults, interrupt, aim]) =>
+			new NewExecution(timed(spec, faults), aim ? aimed(spec, faults) : faults, interrupt),
+	);
+const retryAfterKillArb = fc
+	.tuple(
+		fc.nat(9),
+		fc.record({
+			reorder: fc.boolean(),
+			crashRecovered: fc.boolean(),
+			repeatCall: fc.boolean(),
+			edit: fc.option(editArb, { nil: undefined }),
+			aim: fc.boolean(),
+		}),
+		faultsArb,
+		interruptArb,
+	)
+	.map(
+		([target, change, faults, interrupt]) => new RetryAfterKill(target, change, faults, interrupt),
+	);
+const retryExecutionArb = fc
+	.tuple(fc.nat(9), fc.option(editArb, { nil: undefined }), faultsArb, interruptArb)
+	.map(([target, edit, faults, interrupt]) => new RetryExecution(target, edit, faults, interrupt));
 
-// A retry after a kill weighs twice: it is where most of the promises are kept or broken.
-const [newExecution, retryAfterKill, retryExecution, restart] = commands.map((arbitrary, index) =>
-	without.has(['', 'retryAfterKill', 'retryExecution', ''][index]) ? undefined : arbitrary,
-);
 const maxCommands = Number(process.env.MODEL_COMMANDS ?? 5);
+// A retry after a kill weighs twice: it is where most of the promises are kept or broken.
 const randomCommands = (most: number) =>
 	fc.commands(
-		[newExecution, retryAfterKill, retryAfterKill, retryExecution, restart].filter(
-			(arbitrary): arbitrary is fc.Arbitrary<Command> => arbitrary !== undefined,
-		),
+		[
+			newExecutionArb,
+			...(without.has('retryAfterKill') ? [] : [retryAfterKillArb, retryAfterKillArb]),
+			...(without.has('retryExecution') ? [] : [retryExecutionArb]),
+			fc.constant(new Restart()),
+		],
 		{ maxCommands: most },
 	);
 
 /**
- * A user's story, which one history in four opens with (random commands follow, up to the same
- * most commands): a loop of rows through the node as it comes (Concurrency 1, n8n's On Error: Stop
- * Workflow) with Retry On Fail turned on; n8n killed during the execution (a deploy, an
- * out-of-memory restart; early store calls weigh more, as everywhere); then Executions → Retry,
- * perhaps with the saved workflow edited (Resend, Clear, the credential; not On Error), whose first
- * row the service refuses once (a refunded 500: what Retry On Fail is for). Rows, products,
- * accounts, keys, faults and where the kill falls stay random. When the kill came before the rows'
- * sends, the retry's next try meets rows its first never reached, after its first asked the sends'
- * row about them: taken out again, they are sent; left in, they are refused though never sent (rule
- * 2). Each of these choices is common on its own; the random commands alone make all of them at once
- * about once in 500 histories (an estimate from the weights, not measured).
+ * Story 1, the crash: a loop of rows through the node as it comes (Concurrency 1, n8n's On Error:
+ * Stop Workflow) with Retry On Fail turned on; n8n killed during the execution; then Executions →
+ * Retry, perhaps with the saved workflow edited, whose first row the service refuses once (a
+ * refunded 500: what Retry On Fail is for). Where a retry's next try meets rows its first never
+ * reached.
  */
-const storyArb: fc.Arbitrary<Command[]> = fc
+const crashStory: fc.Arbitrary<Command[]> = fc
 	.tuple(
 		specArb,
 		fc.constantFrom<2 | 3>(2, 3),
@@ -946,25 +1158,127 @@ const storyArb: fc.Arbitrary<Command[]> = fc
 	)
 	.map(([spec, tries, faults, kill, change, retryFaults]) => [
 		new NewExecution(
-			{ ...spec, asTool: false, concurrency: 1, onError: 'stop', tries },
+			timed({ ...spec, asTool: false, concurrency: 1, onError: 'stop', tries }, faults),
 			faults,
 			kill,
 		),
 		new RetryAfterKill(0, { ...change, aim: true }, retryFaults),
 	]);
 
-const story = !without.has('kill') && !without.has('retryAfterKill') && maxCommands >= 2;
-export const commandsArb: fc.Arbitrary<Iterable<Command>> = story
-	? fc.oneof(
-			{ weight: 3, arbitrary: randomCommands(maxCommands) },
+/**
+ * Story 2, a charge then its reuse: rows with a key (one product and one key under both accounts
+ * half the time), the first row's answer lost after the charge (a reset, or a timeout), perhaps n8n
+ * killed or the user's Stop as well; then the key or the ask used again: a new execution with the
+ * same rows (Resend on or off), Executions → Retry of the killed or failed execution (Resend on or
+ * off), or both.
+ */
+const reuseStory: fc.Arbitrary<Command[]> = fc
+	.tuple(
+		specArb,
+		fc.constantFrom('k0', 'k1', 'p0'),
+		fc.boolean(),
+		fc.constantFrom<FaultKind>('resetAfter', 'resetAfter', 'timeoutAfter'),
+		fc.option(
+			fc.oneof(
+				fc.record({ kind: fc.constantFrom('kill' as const, 'killBefore' as const), at: storeCall }),
+				atRequest.map((at) => ({ kind: 'killAt' as const, ...at })),
+				atRequest.map((at) => ({ kind: 'stopAt' as const, ...at })),
+			),
+			{ nil: undefined },
+		),
+		fc.array(
+			fc.oneof(
+				fc.boolean().map((resend) => ({ kind: 'new' as const, resend })),
+				fc.boolean().map((resend) => ({ kind: 'retry' as const, resend })),
+			),
+			{ minLength: 1, maxLength: 2 },
+		),
+		fc.boolean(),
+	)
+	.map(([spec, product, twoAccounts, kind, interrupt, reuses, stop]) => {
+		const rows: Row[] = twoAccounts
+			? [
+					{ product, account: 'A' },
+					{ product, account: 'B' },
+				]
+			: [{ product, account: 'A' }];
+		const first: RunSpec = timed(
 			{
-				weight: 1,
-				arbitrary: fc
-					.tuple(storyArb, randomCommands(maxCommands - 2))
-					.map(([opening, rest]) => [...opening, ...rest]),
+				...spec,
+				asTool: false,
+				runs: [rows, ...spec.runs.slice(1)],
+				credential: twoAccounts ? 'perItem' : spec.credential,
+				onError: stop ? 'stop' : spec.onError,
+				maxPerItem: 0,
 			},
-		)
-	: randomCommands(maxCommands);
+			[{ product, kind, skip: 0 }],
+		);
+		const commands: Command[] = [new NewExecution(first, [{ product, kind, skip: 0 }], interrupt)];
+		for (const reuse of reuses) {
+			if (reuse.kind === 'new')
+				commands.push(new NewExecution({ ...first, resend: reuse.resend }, []));
+			else {
+				commands.push(
+					new RetryAfterKill(
+						0,
+						{
+							reorder: false,
+							crashRecovered: false,
+							repeatCall: false,
+							edit: { resend: reuse.resend },
+						},
+						[],
+					),
+				);
+				commands.push(new RetryExecution(0, reuse.resend ? { resend: true } : undefined, []));
+			}
+		}
+		return commands;
+	});
+
+/**
+ * Story 3, the user's Stop: a loop with Download Images on (Concurrency 1: the downloads follow the
+ * last generation), sometimes a cap, stopped at a download or at a send; then Executions → Retry of
+ * it (Resend on or off) or the same rows as a new execution.
+ */
+const stopStory: fc.Arbitrary<Command[]> = fc
+	.tuple(specArb, atRequest, fc.boolean(), fc.boolean(), fc.constantFrom(0, 24, 36))
+	.map(([spec, at, again, resend, maxPerExecution]) => {
+		const first: RunSpec = {
+			...spec,
+			asTool: false,
+			concurrency: 1,
+			download: true,
+			maxPerExecution,
+		};
+		return [
+			new NewExecution(first, [], { kind: 'stopAt', ...at }),
+			again
+				? new RetryExecution(0, resend ? { resend: true } : undefined, [])
+				: new NewExecution({ ...first, resend }, []),
+		];
+	});
+
+const stories: Array<fc.WeightedArbitrary<Command[]>> = [
+	...(without.has('kill') || without.has('retryAfterKill')
+		? []
+		: [{ weight: 1, arbitrary: crashStory }]),
+	...(without.has('keys') || without.has('faults') ? [] : [{ weight: 2, arbitrary: reuseStory }]),
+	...(without.has('stop') || without.has('download') ? [] : [{ weight: 1, arbitrary: stopStory }]),
+];
+
+export const commandsArb: fc.Arbitrary<Iterable<Command>> =
+	stories.length && maxCommands >= 3
+		? fc.oneof(
+				{ weight: 3, arbitrary: randomCommands(maxCommands) },
+				{
+					weight: 4,
+					arbitrary: fc
+						.tuple(fc.oneof(...stories), randomCommands(Math.max(0, maxCommands - 3)))
+						.map(([opening, rest]) => [...opening, ...rest]),
+				},
+			)
+		: randomCommands(maxCommands);
 
 export const capsArb = without.has('scaled')
 	? fc.constant<'real' | 'scaled'>('real')
@@ -987,6 +1301,8 @@ export async function runHistory(
 		check: (m: Readonly<Model>) => command.check(m),
 		run: async (m: Model, r: System) => {
 			ran.push(command);
+			if (process.env.MODEL_VERBOSE)
+				console.log(`${new Date().toISOString()} ${command.toString()}`);
 			await command.run(m, r);
 		},
 		toString: () => command.toString(),

@@ -1,39 +1,43 @@
 /**
- * The reference model of Generate's money-path promises (docs/retry.md, the README's retry table),
- * checked against what a history left outside the node: the emulator's requests and paid turns, per
- * prompt and account, and what each item of each execution reported (its output, or its error's
- * `code` and `charge`). Pure: test/model/history.ts runs the history and hands in the journal.
+ * The reference model of Generate's money-path promises (README, docs/retry.md; issue 56's list),
+ * judged from ground truth only: the emulator's requests and paid turns per prompt and account, the
+ * harness's own record of each execution (what it ran, where it killed or stopped it), and what
+ * each item of each execution reported (its output, or its error's `code` and `charge`). Nothing
+ * the node wrote to n8n's store is read. Pure: history.ts runs the history and hands in the world.
  *
- * The model names five things:
+ * The model names:
  * - an *ask*: a row of an execution (a product, on an account); the retries of an execution (its
- *   *family*: Executions → Retry, after a kill or a failure) share its asks, a new execution asks anew;
- * - a *key*: the Idempotency Key, here one per keyed product (`k…`), shared by every execution;
- * - an *account*: whose key a row's request goes with (the credential's fixed key is account A's,
- *   `{{ $json.apiKey }}` the row's own);
- * - an *agent call*: a run of one item under AI Agent 3.x; a repeat of a call reported as maybe
- *   charged is no new ask;
- * - a *saved record*: an execution whose saved data a retry starts from (Resend Uncertain
- *   Generations sends an uncertain ask again once per saved record).
+ *   *family*: Executions → Retry, after a kill, a failure or a Stop) share its asks, a new execution
+ *   asks anew. A row's prompt carries its family (`p0 #3.`), so the emulator's counts per prompt and
+ *   account are counts per ask;
+ * - a *key*: the Idempotency Key, one per keyed product (`k…`), the same string in every execution
+ *   and under both accounts: a key is the account's, so (key, account) is one generation;
+ * - a *saved record*: an execution n8n saved (failed, stopped or finished) and what it reported;
+ *   Resend Uncertain Generations resends what a saved record reported `may_have_been_charged`,
+ *   once per saved record;
+ * - a *kill window*: n8n killed while the node ran may leave claims written and not sent: at most
+ *   the execution's Concurrency, per kill the harness made (its own record, never the store's).
  *
- * And the rules, each a budget or a condition on what is reported. A row's prompt carries its
- * family (`promptOf`), so the emulator's counts per prompt and account are counts per ask:
- * 1. paid ≤ budget, per ask: the most any attempt of the family asked of it, plus one per saved
- *    record retried with Resend Uncertain Generations; per key: once per epoch (an execution with
- *    Clear Idempotency Key opens one: not its tries or batches), plus resends;
- * 2. an item reported `may_have_been_charged` (e.g. `interrupted_send`) had a request for its ask
- *    on its account before (for `other_key` under any account; a keyed row: for its key, by any
- *    execution),
- *    except, per family, as many asks as a kill stopped between their claim's write and their send,
- *    or between a retry's asking of the sends' row and its taking out;
- * 3. `idempotency_key_used` with charge `not_sent` never stands for a key whose paid generation
- *    nobody was told of (not delivered, not in a failed execution, not reported maybe charged, not
- *    retried since with Resend Uncertain Generations: the user's word that they looked), unless
- *    n8n was killed after the node had the key's answer and before it saved the execution (n8n
- *    says nothing of its save);
- * 4. every paid turn is on the account of a row of its family's execution running then;
- * 5. (what it costs) only a retry asks the node's row of paid sends (docs/retry.md: "Only a retry
- *    reads it"): a new execution never does.
- * Within the caps: rule 1 holds while what the records must hold fits their caps (`Caps`).
+ * The rules (`broken`), numbered as the promises in test/model/README.md:
+ * 1. paid once: per ask, paid turns ≤ the most any attempt of the family asked of it, plus one per
+ *    saved record that reported it maybe charged and was retried with Resend; per key and account,
+ *    one paid turn, plus such resends, plus one each time the key fell out of the record's budget
+ *    (RECORD_LIMITS.keys other keys claimed since: scaled histories);
+ * 2. a refusal `idempotency_key_used` only for a key paid on that row's account by then (or claimed
+ *    and sent by the same execution: a twin in flight); and a key paid only by runs n8n killed while
+ *    they ran, delivered nowhere and reported to no one, is open: never reported `not_sent`;
+ * 3. (with 1) resends only from a saved record that reported the item maybe charged, once each;
+ * 4. a result (an `ok` item's turn) only to a row of the account that paid it; every paid turn on
+ *    the account of a row of its payer;
+ * 5 and 7. every `charge` label true: `not_sent` / `not_charged` items of an ask ≤ the rows of that
+ *    ask the attempt did not pay for; `may_have_been_charged`: a request not refused left for it
+ *    (its ask in its family by then; a keyed row: its key on its account, any time — open), except
+ *    as many as the kill windows allow;
+ * 6. Max Credits per Execution: credits paid by an execution and its retries ≤ the cap of each
+ *    attempt (what earlier attempts paid counts); Max Credits per Item: no paid turn above it;
+ * 7. a generated item of a failed (or stopped) execution is returned by its retry: an ask answered
+ *    (2xx) in the saved record's attempt is never reported not ok by a retry of it.
+ * Within the scaled budgets: rule 1 per ask holds while what the record must hold fits (`Caps`).
  */
 
 export type Account = 'A' | 'B';
@@ -48,14 +52,14 @@ export interface Row {
 export const keyed = (product: string) => product.startsWith('k');
 
 /**
- * A row's prompt: its product and its family (`p0 #3`), so that what the emulator counts per
+ * A row's prompt: its product and its family (`p0 #3.`), so that what the emulator counts per
  * prompt is per ask of one family; the Idempotency Key is the product alone, shared by all.
  */
-export const promptOf = (product: string, family: number) => `${product} #${family}`;
+export const promptOf = (product: string, family: number) => `${product} #${family}.`;
 
-function parsePrompt(prompt: string): { product: string; family: number } {
+export function parsePrompt(prompt: string): { product: string; family: number } {
 	const [product, family] = prompt.split(' #');
-	return { product, family: Number(family) };
+	return { product, family: parseInt(family, 10) };
 }
 
 export interface Report {
@@ -73,39 +77,36 @@ export interface Attempt {
 	/** The execution this one retries, and so on back to a new one: its id. */
 	family: number;
 	kind: 'new' | 'retryAfterKill' | 'retryExecution';
-	/** For a retry: the attempt whose saved record it starts from. */
+	/** For a retry: the attempt whose saved record (or, after a kill, whose start) it starts from. */
 	from?: number;
 	runs: Row[][];
 	credential: 'fixed' | 'perItem';
-	clear: boolean;
 	resend: boolean;
 	asTool: boolean;
+	concurrency: number;
+	/** Max Credits per Execution and per Item as this attempt ran (0: no limit). */
+	maxPerExecution: number;
+	maxPerItem: number;
 	/** Request-log seqs and paid turns seen at its start and end (its window). */
 	window: { fromSeq: number; toSeq: number; turnsBefore: Set<string>; turnsAfter: Set<string> };
-	outcome: 'finished' | 'failed' | 'killed';
+	/** `stopped`: the user's Stop (n8n saves it `canceled`). */
+	outcome: 'finished' | 'failed' | 'killed' | 'stopped';
 	reports: Report[];
-	/** How often it asked the node's row of sends which of its sends it holds (store calls seen). */
-	sendsAsked: number;
 	/**
-	 * Killed once a claim call was written: the sends it claimed, whose send the kill stopped
-	 * (docs/retry.md: "A value written before a send that the kill then stopped is reported the
-	 * same way", one wave of lanes).
+	 * The harness's own record of where it killed n8n: while the node ran (`running`: at a store
+	 * call, a send or a download), or after the node finished, before n8n saved (`afterNode`).
 	 */
-	claimedAtKill: number;
-	/**
-	 * Killed after the node had finished, before n8n saved the execution: n8n tells a node nothing
-	 * of its save, so the node took its answers as delivered (docs/retry.md, "What n8n gives no
-	 * guarantee for").
-	 */
-	unsaved?: boolean;
-	/** The Idempotency Keys whose send's answer the node had taken before n8n stopped. */
-	keysAnswered?: string[];
+	killed?: 'running' | 'afterNode';
 }
 
 export interface Request {
 	seq: number;
 	prompt: string;
 	account: Account | undefined;
+	/** The service refused it (a 4xx, or a 5xx it answered): nothing was charged. */
+	refused: boolean;
+	/** Answered 2xx: the node had the generation. */
+	answered: boolean;
 }
 
 export interface Turn {
@@ -113,10 +114,12 @@ export interface Turn {
 	prompt: string;
 	account: Account;
 	charged: number;
+	/** The request it answers (matched by prompt, account and time). */
+	seq: number;
 }
 
 export interface Caps {
-	/** Values the node's row of paid sends holds, and keys the claims' row holds (RECORD_LIMITS). */
+	/** RECORD_LIMITS as the node read them: values of the node's row of paid sends, and keys. */
 	sends: number;
 	keys: number;
 }
@@ -124,7 +127,7 @@ export interface Caps {
 export interface World {
 	attempts: Attempt[];
 	requests: Request[];
-	/** Paid turns (charged > 0), in no particular order (their ids are random). */
+	/** Paid turns (charged > 0). */
 	turns: Turn[];
 	caps: Caps;
 }
@@ -133,16 +136,25 @@ export const accountOf = (attempt: Attempt, row: Row): Account =>
 	attempt.credential === 'fixed' ? 'A' : row.account;
 
 const MAYBE = 'may_have_been_charged';
+const FREE = new Set(['not_sent', 'not_charged']);
+
+interface Ask {
+	product: string;
+	account: Account;
+	run: number;
+	item: number;
+}
 
 /** Each ask of an attempt, in order; an agent's repeat of a call reported maybe charged is none. */
-function asksOf(attempt: Attempt): Array<{ product: string; account: Account }> {
-	const asks: Array<{ product: string; account: Account }> = [];
+function asksOf(attempt: Attempt): Ask[] {
+	const asks: Ask[] = [];
 	const uncertain = new Set<string>();
 	attempt.runs.forEach((rows, run) =>
 		rows.forEach((row, item) => {
 			const account = accountOf(attempt, row);
 			const ask = `${row.product} ${account}`;
-			if (!(attempt.asTool && uncertain.has(ask))) asks.push({ product: row.product, account });
+			if (!(attempt.asTool && uncertain.has(ask)))
+				asks.push({ product: row.product, account, run, item });
 			const report = attempt.reports.find((r) => r.run === run && r.item === item);
 			if (report?.charge === MAYBE) uncertain.add(ask);
 		}),
@@ -150,13 +162,46 @@ function asksOf(attempt: Attempt): Array<{ product: string; account: Account }> 
 	return asks;
 }
 
-const count = <T>(list: T[], keep: (value: T) => boolean) => list.filter(keep).length;
+const byId = (world: World) => [...world.attempts].sort((a, b) => a.id - b.id);
+
+/**
+ * Who paid a turn: the attempt of the turn's family (its prompt names it) that had started before
+ * the turn was paid, the latest such (a family's attempts run one after another; a send in flight
+ * when n8n was killed lands just after, and is its killed attempt's).
+ */
+function payerOf(world: World, turn: Turn): Attempt | undefined {
+	const { family } = parsePrompt(turn.prompt);
+	return byId(world)
+		.filter((a) => a.family === family && !a.window.turnsBefore.has(turn.id))
+		.at(-1);
+}
+
+/** The saved records a retry with Resend Uncertain Generations started from: one resend each. */
+function resentRecords(world: World): Set<number> {
+	const records = new Set<number>();
+	for (const attempt of world.attempts) {
+		if (attempt.kind === 'retryExecution' && attempt.resend && attempt.from !== undefined)
+			records.add(attempt.from);
+	}
+	return records;
+}
+
+/** What a saved record reported maybe charged, per ask (`product account`). */
+function uncertainIn(attempt: Attempt): Map<string, number> {
+	const found = new Map<string, number>();
+	for (const report of attempt.reports) {
+		const row = attempt.runs[report.run]?.[report.item];
+		if (!row || report.charge !== MAYBE) continue;
+		const ask = `${row.product} ${accountOf(attempt, row)}`;
+		found.set(ask, (found.get(ask) ?? 0) + 1);
+	}
+	return found;
+}
 
 /** Rule 1, per ask: how many paid turns each (product, account) of a family may have. */
 function askBudgets(world: World, family: number): Map<string, number> {
 	const attempts = world.attempts.filter((attempt) => attempt.family === family);
 	const budget = new Map<string, number>();
-	// A family's asks: the most any of its attempts made of each (rows may change on a retry).
 	for (const attempt of attempts) {
 		const counts = new Map<string, number>();
 		for (const { product, account } of asksOf(attempt)) {
@@ -165,86 +210,17 @@ function askBudgets(world: World, family: number): Map<string, number> {
 		}
 		for (const [ask, n] of counts) budget.set(ask, Math.max(budget.get(ask) ?? 0, n));
 	}
-	// Resend Uncertain Generations: once more per saved record it was retried from.
-	const resentFrom = new Map<number, Attempt>();
-	for (const attempt of attempts) {
-		if (attempt.resend && attempt.from !== undefined) resentFrom.set(attempt.from, attempt);
-	}
-	for (const attempt of resentFrom.values()) {
-		for (const { product, account } of asksOf(attempt)) {
-			budget.set(`${product} ${account}`, (budget.get(`${product} ${account}`) ?? 0) + 1);
-		}
+	const resent = resentRecords(world);
+	for (const record of attempts.filter((attempt) => resent.has(attempt.id))) {
+		for (const [ask, n] of uncertainIn(record)) budget.set(ask, (budget.get(ask) ?? 0) + n);
 	}
 	return budget;
 }
 
 /**
- * Rule 1, per key: an execution with Clear Idempotency Key opens a new *epoch* of the key (its
- * clearing is once, before its first send, whatever its tries and batches); each epoch pays the key
- * once, and once more per resend started in it. The paid turns of each epoch, and what it allows.
- */
-function keyEpochs(world: World, key: string): Array<{ paid: Turn[]; allowed: number }> {
-	const has = (attempt: Attempt) =>
-		attempt.runs.some((rows) => rows.some((row) => row.product === key));
-	const clearing = world.attempts.filter((attempt) => attempt.clear && has(attempt));
-	// A turn is in the epoch of the clearing executions that had started before it was paid.
-	const epochOf = (turn: Turn) => count(clearing, (a) => !a.window.turnsBefore.has(turn.id));
-	const epochs = Array.from({ length: clearing.length + 1 }, () => ({
-		paid: [] as Turn[],
-		allowed: 1,
-	}));
-	// A clearing execution clears at its first claim of the key, not at its start (docs/retry.md:
-	// "the run's first item with that key is sent"): a turn another execution paid while a clearing
-	// one ran (a pause, a hold), or claimed before a clearing another process ran, may be before or
-	// after that claim, so it goes to the earliest epoch with room among those it may be in; the
-	// clearing execution's own turns are in its epoch.
-	const ran = (attempt: Attempt, turn: Turn) =>
-		!attempt.window.turnsBefore.has(turn.id) && attempt.window.turnsAfter.has(turn.id);
-	const flexible: Array<{ turn: Turn; from: number; to: number }> = [];
-	for (const turn of world.turns) {
-		if (parsePrompt(turn.prompt).product !== key) continue;
-		const to = epochOf(turn);
-		// Its payer: the innermost execution of the turn's family (its prompt names it) running then
-		// (one run inside another has a later id). Not whatever ran then: a send in flight when
-		// another process's execution ran (a pause) is paid in that one's window, never by it.
-		const payer = payers(world, turn).sort((a, b) => b.id - a.id)[0];
-		// Its claim was made while its payer ran: after the clearings that had ended before the payer
-		// began, maybe before the others (another process clearing while this one waited to send).
-		const from = payer
-			? count(clearing, (a) => a !== payer && a.window.toSeq <= payer.window.fromSeq)
-			: to;
-		// A clearing execution's own turns are in its own epoch, after the clearings begun before it
-		// (two clearing at once each send the key once: "the run's first item with that key is sent").
-		if (clearing.includes(payer))
-			epochs[1 + count(clearing, (a) => a.id < payer.id)].paid.push(turn);
-		else if (from >= to) epochs[to].paid.push(turn);
-		else flexible.push({ turn, from, to });
-	}
-	for (const { turn, from, to } of flexible) {
-		const room = epochs.slice(from, to + 1).findIndex((epoch) => epoch.paid.length < epoch.allowed);
-		epochs[room < 0 ? to : from + room].paid.push(turn);
-	}
-	// A resend pays once more in the epoch its turn lands in, which another execution's clearing may
-	// have opened while it ran (docs/retry.md: "A resend's key is the uncertain send's own"): each
-	// retry with Resend Uncertain Generations allows one more turn of the key, paid while it ran.
-	const resends = world.attempts.filter(
-		(attempt) => attempt.resend && attempt.kind !== 'new' && has(attempt),
-	);
-	for (const epoch of epochs) {
-		for (const turn of epoch.paid) {
-			if (epoch.allowed >= epoch.paid.length) break;
-			const resend = resends.findIndex((attempt) => ran(attempt, turn));
-			if (resend < 0) continue;
-			resends.splice(resend, 1);
-			epoch.allowed++;
-		}
-	}
-	return epochs;
-}
-
-/**
- * What the node's row of paid sends must hold for rule 1 to be promised (an over-estimate): per
- * family the sends of its largest attempt, a `began` per new execution, a send again per resend.
+ * What the node's row of paid sends must hold for rule 1 per ask to be promised (an
+ * over-estimate): per family the sends of its largest attempt, one per new execution, one per
+ * resend or retried refusal.
  */
 function valuesNeeded(world: World): number {
 	const largest = new Map<number, number>();
@@ -252,62 +228,71 @@ function valuesNeeded(world: World): number {
 	for (const attempt of world.attempts) {
 		const rows = attempt.runs.flat().length;
 		largest.set(attempt.family, Math.max(largest.get(attempt.family) ?? 0, rows));
-		needed += (attempt.kind === 'new' ? 1 : 0) + (attempt.resend ? rows : 0);
+		needed += attempt.kind === 'new' ? 1 : rows;
 	}
 	for (const rows of largest.values()) needed += rows;
 	return needed;
 }
 
-/** The attempts of the turn's family that were running when it was paid. */
-function payers(world: World, turn: Turn): Attempt[] {
-	const { family } = parsePrompt(turn.prompt);
-	return world.attempts.filter(
-		(a) =>
-			a.family === family && !a.window.turnsBefore.has(turn.id) && a.window.turnsAfter.has(turn.id),
-	);
+/** Rule 1, per key and account: each paid turn beyond the first must be a resend or a fallen-out key. */
+function keyPaidTwice(world: World): string[] {
+	const found: string[] = [];
+	const resent = resentRecords(world);
+	const attempts = new Map(world.attempts.map((a) => [a.id, a]));
+	const groups = new Map<string, Turn[]>();
+	for (const turn of world.turns) {
+		const { product } = parsePrompt(turn.prompt);
+		if (!keyed(product)) continue;
+		const group = `${product} ${turn.account}`;
+		groups.set(group, [...(groups.get(group) ?? []), turn]);
+	}
+	const used = new Map<number, number>(); // resends used per saved record and key
+	for (const [group, turns] of groups) {
+		const [key, account] = group.split(' ');
+		turns.sort((a, b) => a.seq - b.seq);
+		let last = turns[0];
+		for (const turn of turns.slice(1)) {
+			// Fallen out of the record: `caps.keys` other keys (of any account) claimed in between.
+			const others = new Set(
+				world.requests
+					.filter((r) => r.seq > last.seq && r.seq < turn.seq)
+					.map((r) => `${parsePrompt(r.prompt).product} ${r.account}`)
+					.filter((other) => keyed(other) && other !== group),
+			);
+			const payer = payerOf(world, turn);
+			const record = payer?.from !== undefined ? attempts.get(payer.from) : undefined;
+			const resend =
+				payer?.kind === 'retryExecution' &&
+				payer.resend &&
+				record &&
+				resent.has(record.id) &&
+				(uncertainIn(record).get(group) ?? 0) > (used.get(record.id) ?? 0);
+			if (others.size >= world.caps.keys) {
+				last = turn;
+			} else if (resend) {
+				used.set(record.id, (used.get(record.id) ?? 0) + 1);
+				last = turn;
+			} else {
+				found.push(
+					`key paid twice: key ${key} on ${account} paid again by ${payer ? `#${payer.id} (${payer.kind}${payer.from !== undefined ? ` of #${payer.from}` : ''})` : 'no attempt'} (${turn.prompt}); no resend of a saved record that reported it maybe charged, ${others.size} other keys since`,
+				);
+				break;
+			}
+		}
+	}
+	return found;
 }
 
-/**
- * A paid turn nobody was told of: not delivered, paid only by executions n8n killed (a failed one
- * names what it paid for in its error, and its retry returns it), and not reported as maybe charged
- * by their retries.
- */
-function unaccounted(world: World, turn: Turn, delivered: Set<string>): boolean {
-	if (delivered.has(turn.id)) return false;
-	const running = payers(world, turn);
-	if (!running.length || running.some((attempt) => attempt.outcome !== 'killed')) return false;
-	// Killed once the node had its answer and finished, before n8n saved: the key was answered, so
-	// it is used (docs/retry.md: "a key whose send was answered `idempotency_key_used`"), and n8n
-	// gives a node no word of whether its output was saved ("What n8n gives no guarantee for").
-	// The same once the node had the key's answer, a later item or try still running when n8n stopped.
-	const { product: key } = parsePrompt(turn.prompt);
-	if (running.every((attempt) => attempt.unsaved || attempt.keysAnswered?.includes(key))) {
-		return false;
-	}
-	const { product, family } = parsePrompt(turn.prompt);
-	return !world.attempts.some(
-		(attempt) =>
-			attempt.family === family &&
-			(attempt.reports.some(
-				(report) =>
-					report.charge === MAYBE && attempt.runs[report.run]?.[report.item]?.product === product,
-			) ||
-				// A retry with Resend Uncertain Generations, started after the turn was paid, is the
-				// user's word that they looked: docs/retry.md, "look at the session the error names (or
-				// the newest API generation session) on the website. If the generation is not there,
-				// turn the option on … If it is there, it was charged" (the README: "check its session,
-				// then Resend Uncertain Generations sends it").
-				(attempt.resend &&
-					attempt.kind !== 'new' &&
-					attempt.window.turnsBefore.has(turn.id) &&
-					attempt.runs.some((rows) => rows.some((row) => row.product === product)))),
-	);
-}
+const where = (attempt: Attempt, row: Row) =>
+	`${row.product} on ${accountOf(attempt, row)} in execution #${attempt.id} (${attempt.kind} of #${attempt.family})`;
 
 /** The rules broken by this world, in words; none when it keeps every promise. */
 export function broken(world: World): string[] {
 	const found: string[] = [];
-	// 1. Nothing paid twice for one ask (an agent call is one), one key.
+	const turnsById = new Map(world.turns.map((t) => [t.id, t]));
+	const attempts = byId(world);
+
+	// 1 and 3. Nothing paid twice: per ask, per key and account; resends only as allowed.
 	if (valuesNeeded(world) <= world.caps.sends) {
 		const paid = new Map<string, number>();
 		for (const turn of world.turns) {
@@ -319,110 +304,236 @@ export function broken(world: World): string[] {
 			const budget = askBudgets(world, Number(family.slice(1))).get(`${product} ${account}`) ?? 0;
 			if (n > budget)
 				found.push(
-					`paid twice: ${product} on ${account} in execution ${family} and its retries paid ${n}×, its asks allow ${budget}`,
+					`paid twice: ${product} on ${account} in execution ${family} and its retries paid ${n}×, its asks and resends allow ${budget}`,
 				);
 		}
 	}
-	const keysUsed = new Set(
-		world.attempts.flatMap((a) => a.runs.flat().map((row) => row.product)).filter(keyed),
-	);
-	if (keysUsed.size <= world.caps.keys) {
-		for (const key of keysUsed) {
-			keyEpochs(world, key).forEach(({ paid, allowed }, epoch) => {
-				if (paid.length > allowed) {
-					found.push(
-						`key paid twice: key ${key} paid ${paid.length}× ${epoch ? `after clearing run ${epoch}` : 'before any clearing'}, allowed ${allowed}`,
-					);
-				}
-			});
-		}
-	}
+	found.push(...keyPaidTwice(world));
+
 	const delivered = new Set(
 		world.attempts.flatMap((a) => a.reports.flatMap((r) => (r.ok && r.turnId ? [r.turnId] : []))),
 	);
-	const neverLeft: Array<{ family: number; ask: string; where: string; code?: string }> = [];
-	for (const attempt of world.attempts) {
+	const neverLeft: Array<{ family: number; thing: string; where: string; code?: string }> = [];
+	for (const attempt of attempts) {
 		for (const report of attempt.reports) {
 			const row = attempt.runs[report.run]?.[report.item];
 			if (!row) continue;
 			const account = accountOf(attempt, row);
 			const prompt = promptOf(row.product, attempt.family);
-			const where = `${row.product} on ${account} in execution #${attempt.id} (${attempt.kind} of #${attempt.family})`;
-			// 2. Nothing refused that never left: a request for the ask, in its family, before.
+			const at = where(attempt, row);
+
+			// 4. A result only to a row of the account that paid it.
+			if (report.ok && report.turnId) {
+				const turn = turnsById.get(report.turnId);
+				if (turn && (turn.account !== account || parsePrompt(turn.prompt).product !== row.product))
+					found.push(
+						`result to another account's row: ${at} was given turn ${turn.id}, paid by ${turn.account} for ${turn.prompt}`,
+					);
+			}
+
+			// 7 (may_have_been_charged). A request not refused left for it.
 			if (report.charge === MAYBE) {
-				const left = world.requests.some((request) =>
-					// A keyed row: its key's send by any execution (docs/retry.md: "a later run that finds
-					// it open reports `interrupted_send`"), also one sent just after: another n8n process
-					// (a queue-mode worker) had claimed the key and not sent it yet.
-					keyed(row.product)
-						? parsePrompt(request.prompt).product === row.product
-						: request.seq <= attempt.window.toSeq &&
-							request.prompt === prompt &&
-							// A request the service refused before reading its key (a fault) names no account.
-							(request.account === account ||
-								request.account === undefined ||
-								report.code === 'other_key'),
+				const left = world.requests.some(
+					(request) =>
+						!request.refused &&
+						(keyed(row.product)
+							? // Its key on its account, by any execution, at any time: a key claimed by a run
+								// not ended (another process between its claim and its send) is open.
+								parsePrompt(request.prompt).product === row.product &&
+								(request.account === account || request.account === undefined)
+							: request.seq <= attempt.window.toSeq &&
+								request.prompt === prompt &&
+								(request.account === account ||
+									request.account === undefined ||
+									report.code === 'other_key')),
 				);
 				if (!left)
 					neverLeft.push({
 						family: attempt.family,
-						ask: `${row.product} ${account}`,
-						where,
+						thing: keyed(row.product)
+							? `key ${row.product} ${account}`
+							: `${attempt.family} ${row.product} ${account}`,
+						where: at,
 						code: report.code,
 					});
 			}
 
-			// 3. A key's paid generation is never reported as costing nothing.
-			if (report.code === 'idempotency_key_used' && report.charge === 'not_sent') {
-				const lost = world.turns.filter(
+			// 2. A key refused only when paid on the row's account, or open: never as free when open.
+			if (report.code === 'idempotency_key_used') {
+				const paid = world.turns.filter(
 					(turn) =>
 						parsePrompt(turn.prompt).product === row.product &&
-						attempt.window.turnsBefore.has(turn.id) &&
-						unaccounted(world, turn, delivered),
+						turn.account === account &&
+						attempt.window.turnsAfter.has(turn.id),
 				);
-				if (lost.length) {
+				const ownTwin = world.requests.some(
+					(request) =>
+						request.seq > attempt.window.fromSeq &&
+						request.seq <= attempt.window.toSeq &&
+						request.prompt === prompt &&
+						request.account === account,
+				);
+				if (!paid.length && !ownTwin) {
 					found.push(
-						`paid reported free: ${where} reported idempotency_key_used/not_sent; its key's paid turn ${lost[0].id} was never delivered nor reported`,
+						`refused for a key never paid: ${at} reported idempotency_key_used, no paid turn of ${row.product} on ${account}`,
 					);
+				} else if (report.charge !== MAYBE && paid.length) {
+					// Open: every paid turn of the key was by a run n8n killed while it ran, delivered
+					// nowhere, reported maybe charged to no one before this attempt.
+					const told = (turn: Turn) =>
+						delivered.has(turn.id) ||
+						attempts.some(
+							(other) =>
+								other.id !== attempt.id &&
+								other.window.toSeq <= attempt.window.toSeq &&
+								other.reports.some((r) => {
+									const theirs = other.runs[r.run]?.[r.item];
+									return (
+										r.charge === MAYBE &&
+										theirs?.product === row.product &&
+										accountOf(other, theirs) === account
+									);
+								}),
+						);
+					const open = paid.every((turn) => {
+						const payer = payerOf(world, turn);
+						return payer?.killed === 'running' && !told(turn);
+					});
+					if (open)
+						found.push(
+							`paid reported free: ${at} reported idempotency_key_used/${report.charge}; its key's turn ${paid[0].id} was paid by a run n8n killed while it ran, delivered nowhere and reported to no one (the key is open: may_have_been_charged)`,
+						);
 				}
 			}
 		}
 	}
-	// 2, the window the docs allow: per family, as many asks as a kill stopped between claim and send.
-	const families = new Set(neverLeft.map((refusal) => refusal.family));
+
+	// 7 (may_have_been_charged), the kill windows: per kill, at most its Concurrency claims unsent.
+	const windowOf = (family?: number) =>
+		world.attempts
+			.filter((a) => a.killed === 'running' && (family === undefined || a.family === family))
+			.reduce((sum, a) => sum + a.concurrency, 0);
+	const things = new Set(neverLeft.map((n) => n.thing));
+	const families = new Set(
+		neverLeft.filter((n) => !n.thing.startsWith('key ')).map((n) => n.family),
+	);
+	const overflows: string[] = [];
+	if (things.size > windowOf()) overflows.push(`${things.size} > ${windowOf()} in all`);
 	for (const family of families) {
-		const refused = neverLeft.filter((refusal) => refusal.family === family);
-		const asks = new Set(refused.map((refusal) => refusal.ask));
-		const window = world.attempts
-			.filter((attempt) => attempt.family === family)
-			.reduce((sum, attempt) => sum + attempt.claimedAtKill, 0);
-		if (asks.size > window) {
-			const { where, code } = refused[0];
-			found.push(
-				`refused, never sent: ${where} reported ${code} (${MAYBE}) with no request for it (${asks.size} such asks, ${window} claimed at a kill)`,
-			);
-		}
-	}
-	// 4. Every charge on its row's own account.
-	for (const turn of world.turns) {
-		const running = payers(world, turn);
-		const { product } = parsePrompt(turn.prompt);
-		const asked = running.some((attempt) =>
-			attempt.runs.some((rows) =>
-				rows.some((row) => row.product === product && accountOf(attempt, row) === turn.account),
-			),
+		const mine = new Set(
+			neverLeft
+				.filter((n) => n.family === family && !n.thing.startsWith('key '))
+				.map((n) => n.thing),
 		);
-		if (running.length && !asked) {
-			found.push(
-				`wrong account: ${turn.prompt} charged to ${turn.account}, no row of #${running.map((a) => a.id).join(', #')} asked it there`,
+		if (mine.size > windowOf(family))
+			overflows.push(`${mine.size} > ${windowOf(family)} in execution ${family}`);
+	}
+	if (overflows.length) {
+		const { where: at, code } = neverLeft[0];
+		found.push(
+			`refused, never sent: ${at} reported ${code} (${MAYBE}) with no request for it that the service did not refuse (${overflows.join(', ')} the kills' windows allow)`,
+		);
+	}
+
+	for (const attempt of attempts) {
+		// 5 and 7 (not_sent / not_charged). No more such items of an ask than rows it did not pay for.
+		const rows = new Map<string, number>();
+		const free = new Map<string, number>();
+		for (const row of attempt.runs.flat()) {
+			const ask = `${row.product} ${accountOf(attempt, row)}`;
+			rows.set(ask, (rows.get(ask) ?? 0) + 1);
+		}
+		for (const report of attempt.reports) {
+			const row = attempt.runs[report.run]?.[report.item];
+			if (!row || !FREE.has(report.charge ?? '')) continue;
+			const ask = `${row.product} ${accountOf(attempt, row)}`;
+			free.set(ask, (free.get(ask) ?? 0) + 1);
+		}
+		for (const [ask, n] of free) {
+			const [product, account] = ask.split(' ');
+			const paid = world.turns.filter(
+				(turn) =>
+					turn.prompt === promptOf(product, attempt.family) &&
+					turn.account === account &&
+					payerOf(world, turn) === attempt,
+			).length;
+			if (paid > (rows.get(ask) ?? 0) - n) {
+				const report = attempt.reports.find((r) => {
+					const row = attempt.runs[r.run]?.[r.item];
+					return (
+						row && `${row.product} ${accountOf(attempt, row)}` === ask && FREE.has(r.charge ?? '')
+					);
+				})!;
+				found.push(
+					`paid reported free: ${product} on ${account} in execution #${attempt.id} (${attempt.kind} of #${attempt.family}) reported ${report.code}/${report.charge}, and it paid ${paid} turn(s) for ${rows.get(ask)} such row(s)`,
+				);
+			}
+		}
+
+		// 6. Max Credits per Execution across kills and retries; per Item.
+		const family = attempts.filter((a) => a.family === attempt.family && a.id <= attempt.id);
+		const paidBy = (a: Attempt) =>
+			world.turns.filter((t) => payerOf(world, t) === a).reduce((sum, t) => sum + t.charged, 0);
+		if (attempt.maxPerExecution > 0) {
+			const before = family.slice(0, -1).reduce((sum, a) => sum + paidBy(a), 0);
+			const during = paidBy(attempt);
+			if (during > 0 && before + during > attempt.maxPerExecution)
+				found.push(
+					`cap passed: execution ${attempt.family} and its retries paid ${before + during} credits by the end of #${attempt.id} (${before} before it), Max Credits per Execution ${attempt.maxPerExecution}`,
+				);
+		}
+		if (attempt.maxPerItem > 0) {
+			const over = world.turns.find(
+				(t) => payerOf(world, t) === attempt && t.charged > attempt.maxPerItem,
 			);
+			if (over)
+				found.push(
+					`cap passed: ${over.prompt} charged ${over.charged}, Max Credits per Item ${attempt.maxPerItem}`,
+				);
+		}
+
+		// 7 (returned). A generated item of a failed or stopped execution is returned by its retry.
+		const record =
+			attempt.kind === 'retryExecution' && attempt.from !== undefined
+				? world.attempts.find((a) => a.id === attempt.from)
+				: undefined;
+		if (record) {
+			const once = (a: Attempt, product: string, account: Account) =>
+				a.runs.flat().filter((row) => row.product === product && accountOf(a, row) === account)
+					.length === 1;
+			for (const report of attempt.reports) {
+				const row = attempt.runs[report.run]?.[report.item];
+				if (!row || report.ok) continue;
+				const account = accountOf(attempt, row);
+				if (!once(attempt, row.product, account) || !once(record, row.product, account)) continue;
+				const answered = world.requests.some(
+					(r) =>
+						r.answered &&
+						r.prompt === promptOf(row.product, attempt.family) &&
+						r.account === account &&
+						r.seq > record.window.fromSeq &&
+						r.seq <= record.window.toSeq,
+				);
+				if (answered)
+					found.push(
+						`generated not returned: ${where(attempt, row)} reported ${report.code}/${report.charge}; #${record.id}, the execution it retries, had its generation`,
+					);
+			}
 		}
 	}
-	// 5. Only a retry reads the sends' row.
-	for (const attempt of world.attempts) {
-		if (attempt.kind === 'new' && attempt.sendsAsked > 0) {
+
+	// 4. Every charge on the account of a row of its payer.
+	for (const turn of world.turns) {
+		const payer = payerOf(world, turn);
+		const { product } = parsePrompt(turn.prompt);
+		if (
+			payer &&
+			!payer.runs.some((rows) =>
+				rows.some((row) => row.product === product && accountOf(payer, row) === turn.account),
+			)
+		) {
 			found.push(
-				`a new execution asked the sends' row: #${attempt.id} asked it ${attempt.sendsAsked}×`,
+				`wrong account: ${turn.prompt} charged to ${turn.account}, no row of #${payer.id} asked it there`,
 			);
 		}
 	}
