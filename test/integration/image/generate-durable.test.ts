@@ -97,23 +97,26 @@ describe('Executions → Retry of an execution n8n was killed in', () => {
 		);
 	});
 
-	it('with Resend Uncertain Generations each retry resends what the execution it retries reported, once', async () => {
+	it('with Resend Uncertain Generations a retry of the retry that reported them resends them, once', async () => {
 		const killed = await killedAtProductFive({ errorOutput: false });
 		const resend = generate({ resendUncertain: true });
-		// Stop Workflow: the retry fails at the first product that left. The option on the stopped
-		// execution's own retry resends nothing it was not shown.
-		let last = await retryAfterKill(killed, { runs: [items()], parameters: resend });
-		expect(last.error?.context).toMatchObject({ code: 'interrupted_send', itemIndex: 0 });
-		expect(await requestsPer()).toEqual([1, 1, 1, 1, 0, 0, 0, 0]);
-		// Each retry of the failed retry resends the product it reported, and reports the next.
-		const reported: unknown[] = [last.error?.context?.itemIndex];
-		for (let retries = 0; last.error && retries < 5; retries++) {
-			last = await retryExecution(last, resend);
-			if (last.error) reported.push(last.error.context?.itemIndex);
-		}
-		expect(reported).toEqual([0, 1, 2, 3]);
+		// Stop Workflow: the retry reports every product that left, generates the others, and fails
+		// at its end. The option on the stopped execution's own retry resends nothing it was not shown.
+		const reported = await retryAfterKill(killed, { runs: [items()], parameters: resend });
+		expect(reported.error?.context).toMatchObject({ code: 'interrupted_send', itemIndex: 0 });
+		expect(reported.error?.description).toMatch(
+			/Not sent either, and reported the same way: items 1 \(interrupted_send\), 2 \(interrupted_send\), 3 \(interrupted_send\)/,
+		);
+		expect(await requestsPer()).toEqual([1, 1, 1, 1, 1, 1, 1, 1]);
+		// Its retry resends the four it reported, once; what it generated comes back.
+		const resent = await retryExecution(reported, resend);
+		expect(resent.run.status).toBe('success');
 		expect(await requestsPer()).toEqual([2, 2, 2, 2, 1, 1, 1, 1]);
-		expect(last.output).toHaveLength(8);
+		expect(resent.output).toHaveLength(8);
+		// Another retry of the same execution: resent by the first already.
+		const twice = await retryExecution(reported, resend);
+		expect(twice.error?.context).toMatchObject({ code: 'interrupted_send' });
+		expect(await requestsPer()).toEqual([2, 2, 2, 2, 1, 1, 1, 1]);
 	});
 
 	it('two identical items are two sends, each recorded', async () => {

@@ -498,30 +498,31 @@ describe('Resend Uncertain Generations: what the retried execution reported, onc
 		['in the claims row', limits.moveAt],
 		["moved to the node's row", 1],
 	])(
-		'Stop Workflow: each retry resends only what the execution it retries reported; a second retry of it resends nothing (%s)',
+		'Stop Workflow: a retry reports all that left; its retry resends them once; a second retry of it resends nothing (%s)',
 		async (_where, moveAt) => {
 			Object.assign(RECORD_LIMITS, { moveAt });
-			const skus = ['banner 0', 'banner 1'];
+			const skus = ['banner 0', 'banner 1', 'banner 2'];
 			const stopWorkflow = { errorOutput: false, parameters: generate({ resendUncertain: true }) };
-			const killed = await runInEngine(engine({ ...stopWorkflow, runs: [items(skus)] }));
+			// Stopped after banners 0 and 1 left; banner 2 never did.
+			const killed = await runInEngine(
+				engine({ ...stopWorkflow, runs: [items(skus.slice(0, 2))] }),
+			);
 			forgetProcessRecords();
-			// The retry of the stopped execution fails at the first row that left; the option is on
-			// since the first run, and resends nothing the user was not shown.
-			const reported = await retryAfterKill(killed);
+			// Its retry reports both (the option on since the first run resends nothing the user was
+			// not shown), generates banner 2, and fails at its end.
+			const reported = await retryAfterKill(killed, { runs: [items(skus)] });
 			expect(reported.error?.context).toMatchObject({ code: 'interrupted_send', itemIndex: 0 });
-			expect(await paidPer(skus)).toEqual([1, 1]);
-			// Its retry resends row 0, which it reported; row 1 was never reported: reported now.
+			expect(reported.error?.description).toMatch(/items 1 \(interrupted_send\)/);
+			expect(await paidPer(skus)).toEqual([1, 1, 1]);
+			// Its retry resends the two it reported, once each; banner 2 comes back.
 			const resent = await retryExecution(reported);
-			expect(resent.error?.context).toMatchObject({ code: 'interrupted_send', itemIndex: 1 });
-			expect(await paidPer(skus)).toEqual([2, 1]);
-			// A second retry of the same execution: row 0 was resent by the first.
+			expect(resent.output.map((item) => item.json.ok)).toEqual([true, true, true]);
+			expect(await paidPer(skus)).toEqual([2, 2, 1]);
+			// A second retry of the same execution: resent by the first already.
 			const twice = await retryExecution(reported);
-			expect(twice.error?.context).toMatchObject({ code: 'interrupted_send', itemIndex: 0 });
+			expect(twice.error?.context).toMatchObject({ code: 'interrupted_send' });
 			expect(twice.error?.message).toMatch(/with Resend Uncertain Generations on, already sent/);
-			// The retry of the retry that reported row 1: row 0 returned, row 1 resent.
-			const last = await retryExecution(resent);
-			expect(last.output.map((item) => item.json.ok)).toEqual([true, true]);
-			expect(await paidPer(skus)).toEqual([2, 2]);
+			expect(await paidPer(skus)).toEqual([2, 2, 1]);
 		},
 	);
 

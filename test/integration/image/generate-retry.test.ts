@@ -115,8 +115,9 @@ describe('Retry On Fail', () => {
 		await droppedAfterSending('item two');
 		const result = await runInEngine(engine());
 		expect(result.run.status).toBe('error');
-		expect(await requestsPer()).toEqual([1, 1, 0]);
-		expect(await chargedPer()).toEqual([PRICE, PRICE, 0]);
+		// The next try reports item two without sending it, and goes on: item three leaves once.
+		expect(await requestsPer()).toEqual([1, 1, 1]);
+		expect(await chargedPer()).toEqual([PRICE, PRICE, PRICE]);
 		expect(result.error?.message).toMatch(/^Not sent again: an earlier try of this execution sent/);
 		expect(result.error?.message).toMatch(
 			/may have been charged: check the newest "API generation" session/,
@@ -245,8 +246,9 @@ describe('Executions → Retry', () => {
 			kind: 'reset',
 			promptIncludes: 'item two',
 		});
+		// Retry On Fail's next try reports item two and goes on: item three is generated.
 		const failed = await runInEngine(engine());
-		expect(await requestsPer()).toEqual([1, 1, 0]);
+		expect(await requestsPer()).toEqual([1, 1, 1]);
 
 		const again = await retryExecution(failed);
 		expect(again.run.status).toBe('error');
@@ -254,7 +256,8 @@ describe('Executions → Retry', () => {
 			/^Not sent again: the failed execution this one retries sent/,
 		);
 		expect(again.error?.description).toMatch(/turn on Options → Resend Uncertain Generations/);
-		expect(await requestsPer()).toEqual([1, 1, 0]);
+		// Item two reported, not sent; item three returned.
+		expect(await requestsPer()).toEqual([1, 1, 1]);
 
 		// The user checked the session (nothing ran: the drop came before the work) and asks for it.
 		const resent = await retryExecution(again, generate({ resendUncertain: true }));

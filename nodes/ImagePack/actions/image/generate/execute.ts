@@ -52,6 +52,8 @@ interface Run extends ClaimRun {
 	replayed: number[];
 	/** Paid items' keys and windows, let go once the run ends with their answers (durable.ts). */
 	delivered: Array<() => Promise<void>>;
+	/** Errors of items the verdict did not send that may have been charged before (a Resend's). */
+	notSent: Set<unknown>;
 }
 
 /** The item as the sequence sees it: its run, plan, identity, what the memory recognises. */
@@ -196,6 +198,8 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 			remember(run, item, { kind: 'uncertain', failure: errorFacts(error) });
 			if (!item.memo) countUncertain(ctx, plan.request.creditsEstimated, plan.options);
 		}
+		// Nothing leaves for it now; what may have been charged is for a Resend (below, `execute`).
+		if (failureKind(errorFacts(error)) === 'uncertain') run.notSent.add(error);
 		throw error;
 	}
 	let credits: ((charged: number) => void) | undefined;
@@ -328,6 +332,25 @@ function hintReplayed(ctx: IExecuteFunctions, replayed: number[]) {
 	]);
 }
 
+/** The first item the verdict did not send, naming the others (Stop Workflow). */
+function notSentAtEnd(
+	ctx: IExecuteFunctions,
+	notSent: Array<{ itemIndex: number; error: unknown }>,
+) {
+	const [first, ...others] = [...notSent].sort((a, b) => a.itemIndex - b.itemIndex);
+	const failure = asNodeError(ctx, first.error, first.itemIndex);
+	if (others.length) {
+		const list = others.map(({ itemIndex, error }) => `${itemIndex} (${errorFacts(error).code})`);
+		failure.description = [
+			failure.description,
+			`Not sent either, and reported the same way: items ${list.join(', ')}. The other items ran.`,
+		]
+			.filter(Boolean)
+			.join(' · ');
+	}
+	return failure;
+}
+
 /** Without Continue On Fail n8n drops this run's output: the error says what was already paid for. */
 function withPaidNote(ctx: IExecuteFunctions, error: unknown, paid: string[]) {
 	const failure = asNodeError(ctx, error);
@@ -370,6 +393,7 @@ export async function execute(
 		ownContext: isToolExecution(this),
 		replayed: [],
 		delivered: [],
+		notSent: new Set(),
 		claims: 0,
 		cutOff: false,
 	};
@@ -411,6 +435,11 @@ export async function execute(
 	// More lanes: a download overlaps the other lanes' generations.
 	const later = lanes === 1 && items.length > 1 ? new Map<number, Finish>() : undefined;
 	const paid: string[] = [];
+	// Under Stop Workflow an item not sent because it may have been charged before stops nothing
+	// (nothing leaves for it): the others run, and the run fails at its end naming each such item,
+	// so that one retry sends what never left and reports all of them, and its retry with Resend
+	// resends them all.
+	const notSent: Array<{ itemIndex: number; error: unknown }> = [];
 	try {
 		const output = await eachItem(
 			this,
@@ -418,15 +447,22 @@ export async function execute(
 			async (itemIndex) => {
 				const plan = plans[itemIndex];
 				if (plan instanceof Error) throw plan;
-				const { paid: label, finish } = await generateItem(run, runItems[itemIndex]!);
-				if (label) paid.push(label);
-				if (!later) return await finish();
-				later.set(itemIndex, finish);
-				return [];
+				try {
+					const { paid: label, finish } = await generateItem(run, runItems[itemIndex]!);
+					if (label) paid.push(label);
+					if (!later) return await finish();
+					later.set(itemIndex, finish);
+					return [];
+				} catch (error) {
+					if (continueOnFail || asTool || !run.notSent.has(error)) throw error;
+					notSent.push({ itemIndex, error });
+					return [];
+				}
 			},
 			lanes,
 			order,
 		);
+		if (notSent.length) throw notSentAtEnd(this, notSent);
 		hintReplayed(this, run.replayed);
 		if (run.claims && sendsRecorded >= RECORD_LIMITS.sends * RECORD_LIMITS.fullAt) {
 			addHints(this, [
