@@ -70,9 +70,15 @@ describe.each(SEEDS)('seed %i', (seed) => {
 							if (TALLY) {
 								const message = (error as Error).message;
 								const rules = [...message.matchAll(/^- ([^:\n]+):/gm)].map((m) => m[1]);
-								for (const rule of new Set(
-									rules.length ? rules : ['(threw) ' + message.slice(0, 80)],
-								)) {
+								const broke = [
+									...new Set(rules.length ? rules : [`(threw) ${message.slice(0, 80)}`]),
+								];
+								// One line per broken history: test/model/mutants.mjs compares them with the code unmutated.
+								const first = message.split('\n').find((line) => line.trim().startsWith('- '));
+								console.log(
+									`tally ${seed} ${histories} ${broke.join('|')} :: ${first?.trim() ?? ''}`,
+								);
+								for (const rule of broke) {
 									const seen = tally.get(rule) ?? { count: 0, example: message };
 									seen.count++;
 									tally.set(rule, seen);

@@ -1,19 +1,25 @@
 #!/usr/bin/env node
 /**
- * The checker can fail (issue 49): each rule of the money path broken again on purpose, in a copy
- * of the repository, and the bounded checker (money.soak.test.ts) run there with CI's budget
- * (MODEL_RUNS / MODEL_MINUTES as `npm run test:soak` sets them: the defaults) until it finds the
- * break, seed after seed. Prints a table: mutant, found or not, the rule broken, histories and
- * minutes until found.
+ * The checker can fail (issues 49, 56): realistic mistakes in Generate's money path, each made on
+ * purpose in a copy of the repository, and the bounded checker (money.soak.test.ts) run there at
+ * CI's budget (each seed: MODEL_RUNS histories or MODEL_MINUTES, the defaults `npm run test:soak`
+ * uses) on CI's seeds (49, then the seed of the commit). Prints a table: mutant, found or not, the
+ * rule broken, histories and minutes until found.
  *
- *   npm run test:mutants                      # every mutant, seeds 49, then 7, then 21
+ *   npm run test:mutants                         # every mutant, the committed code (HEAD)
  *   MUTANTS=a,e MUTANT_SEEDS=49 npm run test:mutants
+ *   MUTANTS_TREE=worktree npm run test:mutants   # the working tree's files instead of HEAD's
+ *
+ * The checker runs with MODEL_TALLY=1 (it never stops, and prints each broken history's rules):
+ * the unmutated code is run first at each seed, and a mutant is found at the first history that
+ * breaks a rule the unmutated code did not break there. So a break the code has already (an
+ * `it.failing` in classes.soak.test.ts) does not hide a mutant's, nor count as one.
  *
  * A mutant is a text replacement that must match exactly once (else the script fails: the code it
- * aimed at moved). The copy is the repository's tracked files (`git ls-files`, as they are in the
- * working tree) with node_modules linked; it is removed afterwards (MUTANTS_KEEP=1 keeps it).
+ * aimed at moved). The copy is HEAD's tracked files (`git archive`), or the working tree's
+ * (`git ls-files`), with node_modules linked; it is removed afterwards (MUTANTS_KEEP=1 keeps it).
  */
-import { spawnSync } from 'node:child_process';
+import { execSync, spawnSync } from 'node:child_process';
 import {
 	cpSync,
 	mkdirSync,
@@ -33,56 +39,89 @@ const generate = 'nodes/ImagePack/actions/image/generate';
 const MUTANTS = [
 	{
 		id: 'a',
-		name: 'the account left out of the send value',
-		file: `${generate}/identity.ts`,
-		from: 'send: `send ${place.run} ${askOf(digest, place.fingerprint)} ${occurrence}`,',
-		to: "send: `send ${place.run} ${askOf(digest, '')} ${occurrence}`,",
+		name: "a key's value without its account (one key under two accounts is one generation again)",
+		file: `${generate}/ledger.ts`,
+		from: 'key: (node: string, fingerprint: string, key: string) => `key ${node} ${fingerprint} ${key}`,',
+		to: 'key: (node: string, fingerprint: string, key: string) => `key ${node} ${key}`,',
 	},
 	{
 		id: 'b',
-		name: 'Clear Idempotency Key per try (its once-per-run mark never found)',
+		name: 'Resend Uncertain Generations on resends whatever finds its key open or used (a new execution too)',
 		file: `${generate}/verdict.ts`,
-		from: 'const cleared = facts.clearKey === true && !recorded.keyCleared;',
-		to: 'const cleared = facts.clearKey === true;',
+		from: "const resending = claim === 'again' && facts.memo?.kind === 'uncertain';",
+		to: 'const resending = facts.resendUncertain;',
 	},
 	{
 		id: 'c',
-		name: "a key not checked on a retry's try",
+		name: 'a resend not once per saved record (another retry of it sent it: resent again)',
 		file: `${generate}/verdict.ts`,
-		from: "const key = !recorded.key || cleared ? 'unused'",
-		to: "const key = !recorded.key || cleared || claim === 'try' ? 'unused'",
+		from: "if (claim === 'again' && again) {",
+		to: "if (claim === 'again' && again && !resending) {",
 	},
 	{
 		id: 'd',
-		name: "the asking left in (a retry's asked values not taken out)",
-		file: `${generate}/durable.ts`,
-		from: 'const notSent = [...asked.new, ...asked.processed.filter((value) => left.has(value))];',
-		to: 'const notSent: string[] = [];',
+		name: 'a Retry On Fail try resends with the option on',
+		file: `${generate}/verdict.ts`,
+		from: 'if (sameExecution || !facts.resendUncertain) {',
+		to: 'if (!facts.resendUncertain) {',
 	},
 	{
 		id: 'e',
-		name: "a loop's batches read the sends' row again (no once-per-run mark)",
-		file: `${generate}/durable.ts`,
-		from: 'if (openedHere.has(here)) return;',
-		to: '',
+		name: 'an item a stopped attempt sent counts nothing under Max Credits per Execution',
+		file: `${generate}/credits.ts`,
+		from: 'ledger.settle(0, estimate);',
+		to: 'ledger.settle(0, 0);',
+	},
+	{
+		id: 'f',
+		name: 'a Stop between items drops the paid items waiting for their downloads',
+		file: `${generate}/execute.ts`,
+		from: "if (later?.size && code === 'cancelled' && charge === 'not_sent') {",
+		to: "if (later?.size && code === 'cancelled' && charge === 'may_have_been_charged') {",
+	},
+	{
+		id: 'g',
+		name: "an account's proof taken for every key (not per pair of keys)",
+		file: `${generate}/execute.ts`,
+		from: "const pair = `${memo.fingerprint ?? ''} ${item.identity.fingerprint}`;",
+		to: "const pair = `${memo.fingerprint ?? ''}`;",
+	},
+	{
+		id: 'h',
+		name: "a key's open mark taken out at its answer, not when its run ends",
+		file: `${generate}/execute.ts`,
+		from: 'return paidFinish(run, item, answer, async () => void run.delivered.push(answered));',
+		to: 'return paidFinish(run, item, answer, answered);',
 	},
 ];
 
 const only = process.env.MUTANTS?.split(',').filter(Boolean);
-const seeds = (process.env.MUTANT_SEEDS ?? '49,7,21').split(',').map(Number);
+
+/** CI's seeds: 49 and the commit's (money.soak.test.ts `commitSeed`). */
+function ciSeeds() {
+	const head = execSync('git rev-parse HEAD', { cwd: root, encoding: 'utf8' }).trim();
+	return [49, parseInt(head.slice(0, 7), 16)];
+}
+const seeds = process.env.MUTANT_SEEDS
+	? process.env.MUTANT_SEEDS.split(',').map(Number)
+	: ciSeeds();
 
 function copyRepository() {
 	const to = mkdtempSync(join(tmpdir(), 'imagepack-mutant-'));
-	const files = spawnSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' })
-		.stdout.split('\0')
-		.filter(Boolean);
-	for (const file of files) {
-		mkdirSync(dirname(join(to, file)), { recursive: true });
-		try {
-			cpSync(join(root, file), join(to, file));
-		} catch {
-			// A tracked file deleted in the working tree.
+	if (process.env.MUTANTS_TREE === 'worktree') {
+		const files = spawnSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' })
+			.stdout.split('\0')
+			.filter(Boolean);
+		for (const file of files) {
+			mkdirSync(dirname(join(to, file)), { recursive: true });
+			try {
+				cpSync(join(root, file), join(to, file));
+			} catch {
+				// A tracked file deleted in the working tree.
+			}
 		}
+	} else {
+		execSync(`git archive HEAD | tar -x -C ${JSON.stringify(to)}`, { cwd: root });
 	}
 	symlinkSync(join(root, 'node_modules'), join(to, 'node_modules'));
 	return to;
@@ -100,7 +139,7 @@ function mutate(folder, mutant) {
 	writeFileSync(path, text.replace(mutant.from, mutant.to));
 }
 
-/** One bounded run at CI's budget; what it found. */
+/** One bounded run at CI's budget: each broken history's rules, and how long it ran. */
 function check(folder, seed) {
 	const started = Date.now();
 	const result = spawnSync(
@@ -109,26 +148,53 @@ function check(folder, seed) {
 		{
 			cwd: folder,
 			encoding: 'utf8',
-			env: { ...process.env, MODEL_SEED: String(seed), MODEL_SHRINK: '0', MODEL_PATH: '' },
-			maxBuffer: 64 * 1024 * 1024,
+			env: { ...process.env, MODEL_SEED: String(seed), MODEL_TALLY: '1', MODEL_PATH: '' },
+			maxBuffer: 256 * 1024 * 1024,
 		},
 	);
-	delete result.env;
 	const output = `${result.stdout}\n${result.stderr}`;
-	const upTo = /(\d+) histories in ([\d.]+) min \((\d+) a minute\)( up to the first break)?/.exec(
-		output,
-	);
-	const rule = /Promises broken:\s*\n\s*- ([^\n]+)/.exec(output)?.[1];
-	const thrown =
-		!rule && result.status !== 0 ? /●[^\n]*\n\n\s*([^\n]+)/.exec(output)?.[1] : undefined;
+	const broken = new Map();
+	for (const [, history, rules, first] of output.matchAll(
+		/tally \d+ (\d+) ([^\n]*?) :: ([^\n]*)/g,
+	)) {
+		broken.set(Number(history), { rules: rules.split('|'), first });
+	}
+	const ran = /seed \d+: (\d+) histories in ([\d.]+) min/.exec(output);
 	return {
-		found: Boolean(rule),
-		rule: rule ?? thrown ?? '',
-		histories: upTo ? Number(upTo[1]) : undefined,
-		minutes: upTo ? Number(upTo[2]) : undefined,
-		wall: (Date.now() - started) / 60_000,
+		broken,
+		histories: ran ? Number(ran[1]) : undefined,
+		minutes: ran ? Number(ran[2]) : (Date.now() - started) / 60_000,
 		status: result.status,
+		tail: output.slice(-2000),
 	};
+}
+
+/** The first history where the mutant breaks a rule the unmutated code did not break there. */
+function firstNew(base, mutant) {
+	for (const [history, { rules, first }] of [...mutant.broken].sort((x, y) => x[0] - y[0])) {
+		const before = base.broken.get(history)?.rules ?? [];
+		const fresh = rules.filter((rule) => !before.includes(rule));
+		if (fresh.length) return { history, rule: fresh[0], first };
+	}
+	return undefined;
+}
+
+const baseline = new Map();
+{
+	const folder = copyRepository();
+	try {
+		for (const seed of seeds) {
+			const base = check(folder, seed);
+			if (base.status !== 0)
+				throw new Error(`the unmutated checker failed at seed ${seed}:\n${base.tail}`);
+			baseline.set(seed, base);
+			console.error(
+				`unmutated, seed ${seed}: ${base.broken.size} of ${base.histories} histories break a rule (${[...new Set([...base.broken.values()].flatMap((b) => b.rules))].join(', ') || 'none'})`,
+			);
+		}
+	} finally {
+		rmSync(folder, { recursive: true, force: true });
+	}
 }
 
 const rows = [];
@@ -139,27 +205,21 @@ for (const mutant of MUTANTS.filter((m) => !only || only.includes(m.id))) {
 		const tries = [];
 		for (const seed of seeds) {
 			const result = check(folder, seed);
-			tries.push({ seed, ...result });
+			const found = firstNew(baseline.get(seed), result);
+			tries.push({ seed, ...result, found });
 			console.error(
-				`mutant ${mutant.id} seed ${seed}: ${result.found ? 'found' : 'not found'} (${result.histories ?? '?'} histories, ${result.minutes ?? '?'} min) ${result.rule.slice(0, 120)}`,
+				`mutant ${mutant.id} seed ${seed}: ${found ? `found at history ${found.history}: ${found.first.slice(0, 160)}` : `not found (${result.histories ?? '?'} histories, ${result.minutes.toFixed(2)} min)`}`,
 			);
-			if (result.found || (result.status !== 0 && !result.found)) break;
+			if (found || result.status !== 0) break;
 		}
 		const last = tries.at(-1);
-		const before = tries.slice(0, -1);
 		rows.push({
 			mutant: `(${mutant.id}) ${mutant.name}`,
-			found: last.found
-				? `yes, seed ${last.seed}`
-				: last.status === 0
-					? 'no'
-					: `error (${last.rule})`,
-			rule: last.found ? last.rule.split(':')[0] : '',
-			histories: [...before.map((t) => t.histories ?? 0), last.histories ?? 0].reduce(
-				(a, b) => a + b,
-				0,
-			),
-			minutes: [...before, last].reduce((sum, t) => sum + (t.minutes ?? 0), 0).toFixed(2),
+			found: last.found ? `yes, seed ${last.seed}` : last.status === 0 ? 'no' : 'error',
+			rule: last.found?.rule ?? '',
+			histories: tries
+				.slice(0, -1)
+				.reduce((sum, t) => sum + (t.histories ?? 0), last.found?.history ?? last.histories ?? 0),
 			seeds: tries.map((t) => t.seed).join(', '),
 		});
 	} finally {
@@ -168,11 +228,9 @@ for (const mutant of MUTANTS.filter((m) => !only || only.includes(m.id))) {
 	}
 }
 
-const header = ['Mutant', 'Found', 'Rule broken', 'Histories until found', 'Minutes', 'Seeds run'];
+const header = ['Mutant', 'Found', 'Rule broken', 'Histories until found', 'Seeds run'];
 console.log(`| ${header.join(' | ')} |\n|${header.map(() => '---').join('|')}|`);
 for (const row of rows) {
-	console.log(
-		`| ${row.mutant} | ${row.found} | ${row.rule} | ${row.histories} | ${row.minutes} | ${row.seeds} |`,
-	);
+	console.log(`| ${row.mutant} | ${row.found} | ${row.rule} | ${row.histories} | ${row.seeds} |`);
 }
 process.exitCode = rows.every((row) => row.found.startsWith('yes')) ? 0 : 1;
