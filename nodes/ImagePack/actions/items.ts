@@ -115,9 +115,8 @@ export function asNodeError(
  * Runs `work` for each input item, at most `concurrency` at once (default: one after the other, as
  * n8n does); output in input order. Under Continue On Fail a failing item becomes an error item and
  * the others go on, and the items may be taken up in another `order` (a permutation of the indexes);
- * otherwise the first failure stops the node (work in flight finishes), in input order. `paid`: the
- * items are paid for already (Generate's downloads after the last generation), so Stop does not
- * keep them from finishing.
+ * otherwise the first failure stops the node (work in flight finishes), in input order. After a Stop
+ * no item starts that `stoppable` says may send (Generate's paid items finish, or are reported).
  */
 export async function eachItem(
 	ctx: IExecuteFunctions,
@@ -125,14 +124,14 @@ export async function eachItem(
 	work: (itemIndex: number) => Promise<INodeExecutionData[]>,
 	concurrency = 1,
 	order?: readonly number[],
-	paid = false,
+	stoppable: (itemIndex: number) => boolean = () => true,
 ): Promise<INodeExecutionData[]> {
 	const continueOnFail = ctx.continueOnFail();
 	const outputs = await mapWithConcurrency(
 		items,
 		concurrency,
 		async (_item, itemIndex) => {
-			if (!paid) throwIfStopped(ctx, itemIndex);
+			if (stoppable(itemIndex)) throwIfStopped(ctx, itemIndex);
 			try {
 				return await work(itemIndex);
 			} catch (error) {

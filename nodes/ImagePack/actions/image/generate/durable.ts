@@ -118,14 +118,21 @@ async function recordInTurn(
 // send (an identical call at the same moment, a twin row in flight).
 const inFlight = new Map<string, number>();
 
-function hold(value: string): void {
-	inFlight.set(value, (inFlight.get(value) ?? 0) + 1);
+/** A value held by a claim of `execution`: counted as held, and as held by that execution. */
+const heldBy = (execution: string, value: string) => `${execution}\u0000${value}`;
+
+function hold(value: string, execution: string): void {
+	for (const held of [value, heldBy(execution, value)]) {
+		inFlight.set(held, (inFlight.get(held) ?? 0) + 1);
+	}
 }
 
-function release(value: string): void {
-	const left = (inFlight.get(value) ?? 1) - 1;
-	if (left > 0) inFlight.set(value, left);
-	else inFlight.delete(value);
+function release(value: string, execution: string): void {
+	for (const held of [value, heldBy(execution, value)]) {
+		const left = (inFlight.get(held) ?? 1) - 1;
+		if (left > 0) inFlight.set(held, left);
+		else inFlight.delete(held);
+	}
 }
 
 // Paid sends settled in this process and not yet moved to their node's row, by node.
@@ -184,6 +191,7 @@ export interface Claimed {
 export class DurableRecord {
 	private readonly helpers: Partial<DeduplicationHelpers>;
 	private readonly node: string;
+	private readonly execution: string;
 	private readonly lines: Record<Scope, string>;
 	private readonly options: Record<Scope, StoreOptions> = {
 		node: { mode: 'entries', maxEntries: RECORD_LIMITS.sends },
@@ -195,6 +203,7 @@ export class DurableRecord {
 	private unreadable?: string;
 
 	constructor(ctx: IExecuteFunctions) {
+		this.execution = String(ctx.getExecutionId?.() ?? '');
 		this.helpers = ctx.helpers as unknown as Partial<DeduplicationHelpers>;
 		this.node = nodeName(ctx);
 		this.lines = { node: this.node, workflow: `${ctx.getWorkflow().id ?? ''} ` };
@@ -310,12 +319,17 @@ export class DurableRecord {
 			...inClaims.filter((value) => inRow(value) || this.moved.has(value)),
 			...windows.filter((value) => atNode.has(value)),
 		];
-		// A window, an open key or a shared send that a claim of this process still holds is no
-		// interrupted one, and is not let go by another claim's refusal.
+		// A window or a shared send that a claim of this process still holds is no interrupted one
+		// (an identical call at the same moment), nor is a key open by this execution (a twin row:
+		// the key is used); none is let go by another claim's refusal. A key open by another
+		// execution is open: its generation may be charged and not delivered here.
 		const open = key.filter((value) => kindOf(value) === 'open');
 		const held = [...windows, ...shared, ...open];
-		const found = new Set(before.filter((value) => !inFlight.has(value)));
-		for (const value of held) hold(value);
+		const execution = this.execution;
+		const heldHere = (value: string) =>
+			inFlight.has(kindOf(value) === 'open' ? heldBy(execution, value) : value);
+		const found = new Set(before.filter((value) => !heldHere(value)));
+		for (const value of held) hold(value, execution);
 		for (const value of sends) leftByAsking.get(this.node)?.delete(value);
 		const fresh = (values: string[], row: (value: string) => boolean) =>
 			values.filter((value) => !row(value) && !inFlight.has(value));
@@ -323,7 +337,7 @@ export class DurableRecord {
 		const leftBefore = sends.filter(inRow);
 		const holding = new Set(held);
 		const letGo = (values: string[]) => {
-			for (const value of values) if (holding.delete(value)) release(value);
+			for (const value of values) if (holding.delete(value)) release(value, execution);
 		};
 		let answered = false;
 		return {

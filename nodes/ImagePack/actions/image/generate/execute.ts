@@ -272,6 +272,11 @@ function sessionOf(answer: Generated): string | undefined {
 	return typeof session === 'string' && session ? session : undefined;
 }
 
+/** Whether an earlier try of this execution, or the one it retries, paid for the item, or may have. */
+function paidBefore(item?: Item): boolean {
+	return !!item?.memo && item.memo.kind !== 'refused';
+}
+
 /** A not-sent verdict about this item's own earlier send, which its execution now reports. */
 function ownUncertain(why: NotSent): boolean {
 	if (why.code === 'other_key') return true;
@@ -319,7 +324,7 @@ async function finishLater(
 		},
 		1,
 		undefined,
-		true,
+		() => false,
 	);
 }
 
@@ -461,6 +466,8 @@ export async function execute(
 			},
 			lanes,
 			order,
+			// After a Stop an item an earlier try paid for, or may have, is returned or reported.
+			(itemIndex) => !paidBefore(runItems[itemIndex]),
 		);
 		if (notSent.length) throw notSentAtEnd(this, notSent);
 		hintReplayed(this, run.replayed);

@@ -170,7 +170,7 @@ export function notSentError(
 		tool: `Not sent again: the same call sent this generation within the last ${windowText} and this n8n process does not hold it (n8n restarted, or another queue-mode worker is running it), so it may have been charged; look in ${where} on the website`,
 		retry: `Not sent again: a retry of the same failed execution already sent this generation (its result is saved with that retry), so it may have been charged; retry that retry instead, or look in ${where} on the website`,
 		resend: `Not sent again: a retry of the same failed execution, with Resend Uncertain Generations on, already sent this generation, so it may have been charged; look in ${where} on the website, and retry that retry instead`,
-		key: `Not sent: the Idempotency Key "${item.idempotencyKey.slice(0, 80)}" was used by a generation that got no answer (n8n stopped, or the request timed out or dropped), so it may have been charged; look in ${where} on the website`,
+		key: `Not sent: the Idempotency Key "${item.idempotencyKey.slice(0, 80)}" was used by a generation that got no answer (it is still running, n8n stopped before its run ended, or the request timed out or dropped), so it may have been charged; look in ${where} on the website`,
 	};
 	const text = {
 		interrupted_send: () => words[(why as { by: keyof typeof words }).by],
