@@ -97,6 +97,11 @@ export interface StartedRun extends Pick<EngineRun, 'executionId' | 'options' | 
 	 * run as n8n saves it (status `canceled`).
 	 */
 	stop?: () => void;
+	/**
+	 * When each of the node's runs ended (ms, in order): n8n's `nodeExecuteAfter`, once a run's last
+	 * try is over and its output handed to n8n. A scheduler (test/model) reads it at a kill.
+	 */
+	nodeRunsEnded?: number[];
 }
 
 function start(
@@ -115,6 +120,8 @@ function start(
 		{ id: workflow.id, name: 'engine', nodes: [node], connections: {} } as never,
 		retryOf,
 	);
+	const nodeRunsEnded: number[] = [];
+	hooks.addHandler('nodeExecuteAfter', () => void nodeRunsEnded.push(Date.now()));
 	const extra = { ...additionalData(options.credentials), executionId, hooks };
 	const atStart = JSON.parse(JSON.stringify(data)) as IRunExecutionData;
 	const execution = new WorkflowExecute(extra, mode, data).processRunExecutionData(workflow);
@@ -135,7 +142,14 @@ function start(
 			atStart,
 		};
 	};
-	return { executionId, options, atStart, done: finish(), stop: () => execution.cancel() };
+	return {
+		executionId,
+		options,
+		atStart,
+		done: finish(),
+		stop: () => execution.cancel(),
+		nodeRunsEnded,
+	};
 }
 
 /** A new execution of the node alone, started with its input items on the stack. */

@@ -414,22 +414,20 @@ describe('found on a7e6a45 by the generator (seeds 49 and 78845481, shrunk by ha
 		},
 	);
 
-	// Promise 3: with Concurrency 8, one product under two accounts, the retry fails at A's row;
-	// its retry with Resend resends B's row too, which no saved record reported.
-	it.failing(
-		'3. Concurrency 8, one prompt under two accounts: the row the retried execution never reported is not resent',
-		async () => {
-			await runHistory(emulator, 'real', [
-				new NewExecution(
-					spec([['p0/A', 'p0/B']], { concurrency: 8, credential: 'perItem' }),
-					[],
-					killAfterNode,
-				),
-				new RetryAfterKill(0, retry, []),
-				new RetryExecution(0, { resend: true }, []),
-			]);
-		},
-	);
+	// Promise 3: with Concurrency 8, one product under two accounts, the retry failed at A's row;
+	// its retry with Resend resent B's row too, which no saved record reported (passes since
+	// 4078553: the retry names every such item).
+	it('3. Concurrency 8, one prompt under two accounts: the row the retried execution never reported is not resent', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				spec([['p0/A', 'p0/B']], { concurrency: 8, credential: 'perItem' }),
+				[],
+				killAfterNode,
+			),
+			new RetryAfterKill(0, retry, []),
+			new RetryExecution(0, { resend: true }, []),
+		]);
+	});
 
 	// Promise 6: the killed attempt paid 24 on A's key; the retry, its rows now on B's key, pays 24
 	// more under a cap of 24 (what the stopped attempt sent is counted only under the same key).

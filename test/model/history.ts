@@ -312,18 +312,21 @@ function reportsOf(run: EngineRun, skip: number): Report[] {
 				charge: String(error.charge),
 			});
 		});
-		const error = task.error as { message?: string; context?: IDataObject } | undefined;
+		const error = task.error as
+			| { message?: string; description?: string | null; context?: IDataObject }
+			| undefined;
 		if (error) {
 			const named = /^Item (\d+):/.exec(error.message ?? '');
 			const item = Number(error.context?.itemIndex ?? named?.[1] ?? NaN);
 			if (!Number.isNaN(item)) {
-				reports.push({
-					run,
-					item,
-					ok: false,
-					code: String(error.context?.code),
-					charge: String(error.context?.charge),
-				});
+				const charge = String(error.context?.charge);
+				reports.push({ run, item, ok: false, code: String(error.context?.code), charge });
+				// Under Stop Workflow the run fails at its end naming each item not sent because it
+				// may have been charged: "… reported the same way: items 2 (interrupted_send), 3 (…)".
+				const others = /reported the same way: items ([^.]*)\./.exec(error.description ?? '');
+				for (const [, at, code] of (others?.[1] ?? '').matchAll(/(\d+) \((\w+)\)/g)) {
+					reports.push({ run, item: Number(at), ok: false, code, charge });
+				}
 			}
 		}
 	});
@@ -437,8 +440,8 @@ export class System {
 		return { seq: log.at(-1)?.seq ?? 0, turns: new Set(turns.map((turn) => turn.id)) };
 	}
 
-	private async paidTurns(): Promise<Array<Omit<Turn, 'seq'> & { createdAt: number }>> {
-		const turns: Array<Omit<Turn, 'seq'> & { createdAt: number }> = [];
+	private async paidTurns(): Promise<Array<Omit<Turn, 'seq' | 'at'> & { createdAt: number }>> {
+		const turns: Array<Omit<Turn, 'seq' | 'at'> & { createdAt: number }> = [];
 		for (const [accountId, account] of this.accounts) {
 			for (const turn of await this.emulator.control.turns(accountId)) {
 				if (turn.charged > 0) {
@@ -535,12 +538,14 @@ export class System {
 		const done = started.done.then((run) => ({ run }));
 		let run: EngineRun | undefined;
 		let killed: Attempt['killed'];
+		let endedBefore: number | undefined;
 		let stopped = false;
 		if (interrupt?.kind === 'kill' || interrupt?.kind === 'killBefore') {
 			// Killed at the store call, or (past its last call) after the node finished, before n8n saved.
 			const first = await Promise.race([done, reachedPoint]);
 			if (first === 'reached') {
 				killed = 'running';
+				endedBefore = started.nodeRunsEnded?.at(-1);
 				await sleep(20); // requests in flight land at the service
 			} else killed = 'afterNode';
 		} else if (interrupt?.kind === 'stop') {
@@ -555,6 +560,7 @@ export class System {
 				if (interrupt.kind === 'killAt') {
 					dead.add(id);
 					killed = 'running';
+					endedBefore = started.nodeRunsEnded?.at(-1);
 					for (const h of await control.held()) this.stale.add(h.seq);
 					await sleep(20);
 				} else {
@@ -620,6 +626,7 @@ export class System {
 						: 'finished',
 			reports: run && !killed ? reportsOf(run, skipTasks) : [],
 			killed,
+			endedBefore,
 		};
 		if (killed) {
 			this.killed.set(id, started);
@@ -650,7 +657,7 @@ export class System {
 	/** The world as the model reads it: requests and paid turns from the service, the journal. */
 	async world() {
 		const log = await this.emulator.control.requests({ route: 'generate' });
-		const requests: Array<Request & { at: number }> = log.map((entry) => ({
+		const requests: Request[] = log.map((entry) => ({
 			seq: entry.seq,
 			prompt: String(entry.prompt),
 			account: entry.accountId ? this.accounts.get(entry.accountId) : undefined,
@@ -675,7 +682,7 @@ export class System {
 				)
 				.at(-1);
 			if (request) matched.add(request.seq);
-			return { ...turn, seq: request?.seq ?? 0 };
+			return { ...turn, seq: request?.seq ?? 0, at: request?.at ?? createdAt };
 		});
 		const caps: Caps = {
 			sends: this.limits.sends ?? Infinity,

@@ -76,7 +76,7 @@ describe.each(SEEDS)('seed %i', (seed) => {
 								// One line per broken history: test/model/mutants.mjs compares them with the code unmutated.
 								const first = message.split('\n').find((line) => line.trim().startsWith('- '));
 								console.log(
-									`tally ${seed} ${histories} ${broke.join('|')} :: ${first?.trim() ?? ''}`,
+									`tally ${seed} ${histories} ${broke.join('|')} :: ${first?.trim() ?? ''}${process.env.MODEL_TALLY_FULL ? `\n${message}` : ''}`,
 								);
 								for (const rule of broke) {
 									const seen = tally.get(rule) ?? { count: 0, example: message };

@@ -24,8 +24,8 @@
  *    one paid turn, plus such resends, plus one each time the key fell out of the record's budget
  *    (RECORD_LIMITS.keys other keys claimed since: scaled histories);
  * 2. a refusal `idempotency_key_used` only for a key paid on that row's account by then (or claimed
- *    and sent by the same execution: a twin in flight); and a key paid only by runs n8n killed while
- *    they ran, delivered nowhere and reported to no one, is open: never reported `not_sent`;
+ *    and sent by the same execution: a twin in flight); and a key paid only by node runs n8n killed
+ *    before they ended, delivered nowhere and reported to no one, is open: never reported `not_sent`;
  * 3. (with 1) resends only from a saved record that reported the item maybe charged, once each;
  * 4. a result (an `ok` item's turn) only to a row of the account that paid it; every paid turn on
  *    the account of a row of its payer;
@@ -97,10 +97,18 @@ export interface Attempt {
 	 * call, a send or a download), or after the node finished, before n8n saved (`afterNode`).
 	 */
 	killed?: 'running' | 'afterNode';
+	/**
+	 * Killed while the node ran: when its last node run that ended before the kill ended (a loop's
+	 * earlier batch, an earlier agent call), on the service's clock: what it paid by then was handed
+	 * to n8n, whose save the kill then lost (n8n's window, as `afterNode`).
+	 */
+	endedBefore?: number;
 }
 
 export interface Request {
 	seq: number;
+	/** When the service logged it (ms). */
+	at: number;
 	prompt: string;
 	account: Account | undefined;
 	/** The service refused it (a 4xx, or a 5xx it answered): nothing was charged. */
@@ -114,8 +122,9 @@ export interface Turn {
 	prompt: string;
 	account: Account;
 	charged: number;
-	/** The request it answers (matched by prompt, account and time). */
+	/** The request it answers (matched by prompt, account and time), and when that came. */
 	seq: number;
+	at: number;
 }
 
 export interface Caps {
@@ -397,11 +406,12 @@ export function broken(world: World): string[] {
 						);
 					const open = paid.every((turn) => {
 						const payer = payerOf(world, turn);
-						return payer?.killed === 'running' && !told(turn);
+						const runEnded = turn.at <= (payer?.endedBefore ?? -1);
+						return payer?.killed === 'running' && !runEnded && !told(turn);
 					});
 					if (open)
 						found.push(
-							`paid reported free: ${at} reported idempotency_key_used/${report.charge}; its key's turn ${paid[0].id} was paid by a run n8n killed while it ran, delivered nowhere and reported to no one (the key is open: may_have_been_charged)`,
+							`paid reported free: ${at} reported idempotency_key_used/${report.charge}; its key's turn ${paid[0].id} was paid by a node run n8n killed before it ended, delivered nowhere and reported to no one (the key is open: may_have_been_charged)`,
 						);
 				}
 			}
