@@ -211,3 +211,28 @@ describe('Stop between generations (Concurrency 1)', () => {
 		}
 	});
 });
+
+describe('the same failed execution retried twice, each retry going on past what it reports', () => {
+	it('a refusal one retry sent is not paid again by a retry of the other retry', async () => {
+		const a = emulator.accountId;
+		const skus = ['twice 0', 'twice 1', 'twice 2', 'twice 3'];
+		const stopWorkflow = { errorOutput: false, runs: [rows(skus)] };
+		await emulator.control.setCredits(a, 2 * 12 + 5); // 12 credits an image: two fit
+		const failed = await runInEngine(engine(stopWorkflow));
+		expect(failed.error?.context).toMatchObject({ code: 'insufficient_credits', itemIndex: 2 });
+		await emulator.control.setCredits(a, 12 + 5); // one more fits: row 2, not row 3
+		const first = await retryExecution(failed);
+		expect(first.error?.context).toMatchObject({ code: 'insufficient_credits', itemIndex: 3 });
+		await emulator.control.setCredits(a, 1_000);
+		// The Executions list still offers Retry on the failed execution: row 2 was sent by the first
+		// retry (reported), row 3, never reached by the failed execution, is sent.
+		const second = await retryExecution(failed);
+		expect(second.error?.context).toMatchObject({ code: 'interrupted_send', itemIndex: 2 });
+		expect(await paidPer(skus)).toEqual([1, 1, 1, 1]);
+		// The first retry retried: row 2 comes back from its record; row 3, refused there, was sent
+		// by the second retry since: reported, not paid again.
+		const third = await retryExecution(first);
+		expect(third.error?.context).toMatchObject({ code: 'interrupted_send', itemIndex: 3 });
+		expect(await paidPer(skus)).toEqual([1, 1, 1, 1]);
+	});
+});

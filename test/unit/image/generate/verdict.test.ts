@@ -188,9 +188,17 @@ describe('verdict', () => {
 			'claim again',
 		],
 		[
-			'…a leftover send of the refused attempt is no reason (a release that failed)',
-			{ memo: refused('insufficient_credits', 'e0'), recorded: { ...none, sent: true } },
+			'…a leftover send of the refused attempt is no reason (its release failed)',
+			{
+				memo: { ...refused('insufficient_credits', 'e0'), left: true },
+				recorded: { ...none, sent: true },
+			},
 			'send again',
+		],
+		[
+			'…sent since by another retry of the same failed parent (the run shared): not sent',
+			{ memo: refused('insufficient_credits', 'e0'), recorded: { ...none, sent: true } },
+			'not sent: interrupted_send (retry)',
 		],
 		[
 			'…another retry of the same execution sent it',

@@ -181,9 +181,9 @@ export interface Claimed {
 	/**
 	 * After the outcome: a refusal, or a send not made, lets go of what this claim recorded; a
 	 * generated or uncertain send keeps it (its send moves to the node's row later). Tool windows
-	 * stop counting as in flight either way.
+	 * stop counting as in flight either way. True when a refusal's values could not be taken out.
 	 */
-	settle(outcome: Settled): Promise<void>;
+	settle(outcome: Settled): Promise<boolean>;
 	/** The caller has the answer: a tool call's windows go (the Idempotency Key stays used). */
 	answered(): Promise<void>;
 }
@@ -347,15 +347,16 @@ export class DurableRecord {
 				letGo(outcome === 'generated' ? [...windows, ...shared] : held);
 				if (outcome === 'refused' || outcome === 'not sent') {
 					answered = true;
-					await this.forget(fresh(inClaims, inRow));
+					const released = await this.forget(fresh(inClaims, inRow));
 					await this.forget(
 						fresh(windows, (value) => atNode.has(value)),
 						'node',
 					);
 					await this.move(leftBefore);
-					return;
+					return !released;
 				}
 				await this.move([...sends.filter((value) => !inRow(value)), ...leftBefore]);
+				return false;
 			},
 			answered: async () => {
 				if (answered) return;
@@ -406,14 +407,14 @@ export class DurableRecord {
 	 * call's windows), tried once more like a claim; a failure leaves them recorded: a later attempt
 	 * then reports the item instead of sending it.
 	 */
-	private async forget(values: string[], scope: Scope = 'workflow'): Promise<void> {
-		if (!values.length || typeof this.helpers.removeProcessed !== 'function') return;
+	private async forget(values: string[], scope: Scope = 'workflow'): Promise<boolean> {
+		if (!values.length || typeof this.helpers.removeProcessed !== 'function') return true;
 		const stored =
 			scope === 'workflow' ? values.map((value) => inClaimsRow(this.node, value)) : values;
-		await this.call(
-			scope,
-			async (helpers) => await helpers.removeProcessed(stored, scope, this.options[scope]),
-		).catch(() => {});
+		return await this.call(scope, async (helpers) => {
+			await helpers.removeProcessed(stored, scope, this.options[scope]);
+			return true;
+		}).catch(() => false);
 	}
 
 	/** How many values the sends' row holds (one read); 0 when it cannot be counted. */

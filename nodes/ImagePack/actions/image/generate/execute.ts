@@ -109,12 +109,14 @@ function remember(
 	run: Run,
 	{ identity, itemIndex }: Item,
 	outcome: Outcome<Generated, StoredFailure>,
+	left = false,
 ) {
 	const asked = {
 		digest: identity.digest,
 		occurrence: identity.occurrence,
 		fingerprint: identity.fingerprint,
 		call: identity.call,
+		...(left && { left: true as const }),
 	};
 	const kept =
 		outcome.kind === 'generated'
@@ -135,7 +137,8 @@ async function settle(
 	credits?: (charged: number) => void,
 ): Promise<void> {
 	const estimate = item.plan.request.creditsEstimated;
-	if (outcome.kind !== 'not sent') remember(run, item, outcome);
+	const left = (await claimed?.settle(outcome.kind as Settled)) ?? false;
+	if (outcome.kind !== 'not sent') remember(run, item, outcome, left);
 	// A figure off contract (null, negative, text) counts as the estimate: caps hold (output.ts says so).
 	const charged = {
 		generated: () => chargedCredits((outcome as { answer: Generated }).answer?.body) ?? estimate,
@@ -144,7 +147,6 @@ async function settle(
 		'not sent': () => 0,
 	}[outcome.kind]();
 	credits?.(charged);
-	await claimed?.settle(outcome.kind as Settled);
 }
 
 /** JSON only: nothing downloaded is kept. */

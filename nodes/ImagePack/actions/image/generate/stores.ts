@@ -82,6 +82,8 @@ export type Memo = Outcome<StoredAnswer, StoredFailure> & {
 	fingerprint?: string;
 	/** An AI Agent 3.x tool call's id, when it was one. */
 	call?: string;
+	/** A refusal whose record could not be taken out (a busy database): its own send is no reason. */
+	left?: true;
 };
 
 type RunRecords = Record<string, Memo>;

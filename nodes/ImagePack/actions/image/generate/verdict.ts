@@ -131,6 +131,12 @@ export function verdict(facts: Facts): Verdict {
 	if (claim === 'again' && again) {
 		return notSent({ code: 'interrupted_send', by: resending ? 'resend' : 'retry' });
 	}
+	// A refusal sent since by another retry of the same execution (a retry of the same failed
+	// parent runs under the same run); its own record left in by a busy database is no reason.
+	const memo = facts.memo;
+	if (claim === 'again' && sent && memo?.kind === 'refused' && !memo.left) {
+		return notSent({ code: 'interrupted_send', by: 'retry' });
+	}
 	// Sent by an attempt n8n did not finish: never sent again by a new claim (its own retry
 	// reports it; a retry of that retry resends it, from the record this one saves).
 	if (claim === 'fresh' && sent) {
