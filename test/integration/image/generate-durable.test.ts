@@ -275,6 +275,28 @@ describe('the record', () => {
 		expect(recordedCount()).toBe(RECORD_LIMITS.sends);
 	});
 
+	it("the workflow's keys: a run with a key that finds their row full says so", async () => {
+		const context = { workflow: { id: 'test-workflow' }, node: { id: 'node-under-test' } } as never;
+		const cap = RECORD_LIMITS.keys + RECORD_LIMITS.claims;
+		const older = Array.from({ length: cap }, (_unused, index) => `key older ${index}`);
+		await deduplicationStandIn.checkProcessedAndRecord(older, 'workflow', context, {
+			mode: 'entries',
+		});
+		const plain = await runInEngine(engine({ runs: [items(['no key'])] }));
+		expect(JSON.stringify(plain.run.data.resultData.runData)).not.toMatch(
+			/Idempotency Keys is full/,
+		);
+		const keyed = await runInEngine(
+			engine({
+				parameters: generate({ idempotencyKey: '={{ $json.sku }}-full' }),
+				runs: [items(['keyed while full'])],
+			}),
+		);
+		expect(JSON.stringify(keyed.run.data.resultData.runData)).toMatch(
+			/The workflow's record of Idempotency Keys is full/,
+		);
+	});
+
 	it('eight lanes share store calls (a group commit); twin keys in one call: the second is not sent', async () => {
 		const many = Array.from({ length: 24 }, (_unused, index) => `lane product ${index}`);
 		const calls = storeCalls.record;

@@ -14,6 +14,7 @@
 import type { IExecuteFunctions } from 'n8n-workflow';
 
 import { nodeName } from './identity';
+import type { RowSizes } from './stores';
 import { inClaimsRow, kindOf, ledger } from './ledger';
 
 /**
@@ -417,12 +418,36 @@ export class DurableRecord {
 		}).catch(() => false);
 	}
 
-	/** How many values the sends' row holds (one read); 0 when it cannot be counted. */
-	async sendsRecorded(): Promise<number> {
-		if (typeof this.helpers.getProcessedDataCount !== 'function') return 0;
-		return await this.call(
-			'node',
-			async (helpers) => await helpers.getProcessedDataCount('node', this.options.node),
-		).catch(() => 0);
+	/** How many values each row holds (one read each; the keys' only for a `keyed` run); 0 when not counted. */
+	async rows(keyed: boolean): Promise<RowSizes> {
+		const count = async (scope: Scope) => {
+			if (typeof this.helpers.getProcessedDataCount !== 'function') return 0;
+			return await this.call(
+				scope,
+				async (helpers) => await helpers.getProcessedDataCount(scope, this.options[scope]),
+			).catch(() => 0);
+		};
+		return { sends: await count('node'), keys: keyed ? await count('workflow') : 0 };
+	}
+
+	/**
+	 * What a run should be told of a full row (at `fullAt` of its cap): beyond it n8n drops the
+	 * oldest values, so a stop long ago may be paid again (sends) or an old key generate again.
+	 */
+	static full({ sends, keys }: RowSizes, keyed: boolean): string[] {
+		const at = (cap: number) => cap * RECORD_LIMITS.fullAt;
+		const cap = (values: number) => values.toLocaleString('en-US');
+		return [
+			...(sends >= at(RECORD_LIMITS.sends)
+				? [
+						`The node's record of paid sends is full (${cap(RECORD_LIMITS.sends)} values in n8n's database): each new send pushes out the oldest, so a retry of an execution that n8n stopped long ago may pay again for its items (the Idempotency Key option is kept apart and holds).`,
+					]
+				: []),
+			...(keyed && keys >= at(RECORD_LIMITS.keys + RECORD_LIMITS.claims)
+				? [
+						`The workflow's record of Idempotency Keys is full (${cap(RECORD_LIMITS.keys)} keys in n8n's database): each new key pushes out the oldest, so a product whose key was used long ago may be generated and paid again. Split a larger catalogue across workflows.`,
+					]
+				: []),
+		];
 	}
 }

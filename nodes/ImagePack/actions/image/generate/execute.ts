@@ -19,7 +19,7 @@ import { addHints, asNodeError, eachItem } from '../../items';
 import { isToolExecution, runsAsTool } from '../../tool';
 import { countUncertain, reserveCredits } from './credits';
 import { type ClaimItem, type ClaimRun, claimSend, readAsSent } from './claims';
-import { type Claimed, DurableRecord, RECORD_LIMITS, type Settled } from './durable';
+import { type Claimed, DurableRecord, type Settled } from './durable';
 import { type Paid, heldAnswer } from './held';
 import { runName } from './identity';
 import { ledger } from './ledger';
@@ -416,10 +416,9 @@ export async function execute(
 	});
 	const first = plans.find((plan): plan is ItemPlan => !(plan instanceof Error));
 	const lanes = first?.options.concurrency ?? 1;
-	// The sends' row counted once per execution: a run that finds it full says so.
-	const sendsRecorded = asTool
-		? 0
-		: (run.memory.sendsRecorded ??= await run.durable.sendsRecorded());
+	// The ledger's rows counted once per execution: a run that finds one full says so.
+	const keyed = runItems.some((item) => item?.identity.key);
+	const rows = asTool ? { sends: 0, keys: 0 } : (run.memory.rows ??= await run.durable.rows(keyed));
 	// A retry reads which of its sends were moved to the node's row, once for the node run.
 	const sends = runItems.flatMap((item) =>
 		item?.record === 'run'
@@ -473,11 +472,7 @@ export async function execute(
 		);
 		if (notSent.length) throw notSentAtEnd(this, notSent);
 		hintReplayed(this, run.replayed);
-		if (run.claims && sendsRecorded >= RECORD_LIMITS.sends * RECORD_LIMITS.fullAt) {
-			addHints(this, [
-				`The node's record of paid sends is full (${RECORD_LIMITS.sends.toLocaleString('en-US')} values in n8n's database): each new send pushes out the oldest, so a retry of an execution that n8n stopped long ago may pay again for its items (the Idempotency Key option is kept apart and holds).`,
-			]);
-		}
+		if (run.claims) addHints(this, DurableRecord.full(rows, keyed));
 		return later ? await finishLater(this, items, output, later) : output;
 	} catch (error) {
 		// Stopped between items with paid ones waiting for their downloads: they are returned, the

@@ -31,8 +31,8 @@ export type Outcome<A, F> =
 export const MEMORY_KEY = 'imagePackGenerate';
 /** Key of the execution's count of identical asks (identity.ts `occurrences`), beside the records. */
 export const ASKED_KEY = 'imagePackAsked';
-/** Key of the size of the durable record's row of paid sends, counted once per execution. */
-const SENDS_RECORDED_KEY = 'imagePackSendsRecorded';
+/** Key of the sizes of the ledger's two rows, counted once per execution (durable.ts `rows`). */
+const ROWS_KEY = 'imagePackRows';
 /** Key of the node's latest run start: which execution, which run, and whether it was cut off. */
 const STARTED_KEY = 'imagePackStarted';
 const TRIGGER_KEY = 'imagePackTrigger';
@@ -87,6 +87,12 @@ export type Memo = Outcome<StoredAnswer, StoredFailure> & {
 };
 
 type RunRecords = Record<string, Memo>;
+
+/** The values in the ledger's two rows: the node's paid sends, the workflow's keys and claims. */
+export interface RowSizes {
+	sends: number;
+	keys: number;
+}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
 	return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -168,14 +174,16 @@ export class RunMemory {
 		this.store[TRIGGER_KEY] = { execution: this.executionId, digest };
 	}
 
-	/** The values in the durable record's row of paid sends, as this execution first counted them. */
-	get sendsRecorded(): number | undefined {
-		const count = this.store[SENDS_RECORDED_KEY];
-		return typeof count === 'number' ? count : undefined;
+	/** The values in the ledger's rows, as this execution first counted them. */
+	get rows(): RowSizes | undefined {
+		const rows = this.store[ROWS_KEY];
+		return isRecord(rows) && typeof rows.sends === 'number'
+			? (rows as unknown as RowSizes)
+			: undefined;
 	}
 
-	set sendsRecorded(count: number | undefined) {
-		this.store[SENDS_RECORDED_KEY] = count;
+	set rows(rows: RowSizes | undefined) {
+		this.store[ROWS_KEY] = rows as unknown as Record<string, unknown>;
 	}
 
 	/**
