@@ -62,14 +62,21 @@ function triggerRun(ctx: IExecuteFunctions): string {
  * nothing else tells it from new work): decided at the node's first run in the execution, kept for
  * its later runs (a loop's batches). A retry (`retry` mode) of a run in which the node had started
  * (n8n's crash recovery leaves the node in the run data), whose context data does not hold that
- * run's start: n8n saves it when an execution fails, never in the middle of a node's run. A new
- * execution, and a retry of a run that failed, are never cut off.
+ * run's start: n8n saves it when an execution fails, never in the middle of a node's run. A retry
+ * of a retry that was cut off is cut off too (it shares the trigger's items with the stopped run).
+ * A new execution, and a retry of a run that failed, are never cut off.
  */
 export function cutOff(ctx: IExecuteFunctions, memory: RunMemory): boolean {
 	const { started, runIndex, executionId } = memory;
-	const decided = started?.execution === executionId ? started.cutOff : undefined;
+	const retry = ctx.getMode() === 'retry';
+	const decided =
+		started?.execution === executionId
+			? started.cutOff
+			: retry && started?.cutOff
+				? true
+				: undefined;
 	let cut = decided ?? false;
-	if (decided === undefined && ctx.getMode() === 'retry') {
+	if (decided === undefined && retry) {
 		try {
 			const self = ctx.getWorkflowDataProxy(0).$(ctx.getNode().name) as { isExecuted?: boolean };
 			cut = self.isExecuted === true && started?.run !== runIndex;
