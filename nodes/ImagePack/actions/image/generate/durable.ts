@@ -1,9 +1,9 @@
 /**
- * The record of each paid send that survives n8n being killed: n8n's deduplication store
- * (`helpers.checkProcessedAndRecord`, scope `node`), the one write a node can make mid-run that is
- * committed before the promise resolves (docs/retry.md, "When n8n stops mid-run"). It keeps MD5 hashes only: a
- * record says "this was recorded", never what it came to. The values are the item's identity's
- * (identity.ts); what a found value means is the verdict's (verdict.ts).
+ * Where the ledger's values (ledger.ts) are written so that they survive n8n being killed: n8n's
+ * deduplication store (`helpers.checkProcessedAndRecord`, scopes `workflow` and `node`), the one write
+ * a node can make mid-run that is committed before the promise resolves (docs/retry.md, "When n8n
+ * stops mid-run"). It keeps MD5 hashes only: a value says "this was recorded", never what it came to.
+ * What a found value means is the verdict's (verdict.ts).
  *
  * The store has no lock and reads and rewrites one row per scope on each call: the calls of one
  * process are put in one line per row (`inTurn`); two processes (queue-mode workers) writing the
@@ -23,8 +23,8 @@ import { inClaimsRow, kindOf, ledger } from './ledger';
  * whatever the size of the batch. Once settled as paid, sends are moved in groups of `moveAt` to the
  * node's row (`sends`: a 10,000-item run and what runs beside it), which a run reads only when it
  * is a retry (`open`). Beyond a cap n8n drops the oldest values; the claims row holds `keys` keys
- * whatever else it holds (`claims` more: those in flight and not yet moved), and a run that finds the
- * sends' row full says so. A claim is written just before its own send, never ahead of it: n8n
+ * whatever else it holds (`claims` more: those in flight and not yet moved), and a run that finds a
+ * row full says so (`full`). A claim is written just before its own send, never ahead of it: n8n
  * killed leaves recorded but not sent at most the items whose claims had just been written.
  */
 export const RECORD_LIMITS = {

@@ -3,14 +3,15 @@
  * a batch costs nothing, and its identity is made once (identity.ts); items then run with bounded
  * concurrency on the item loop, output in input order. One item, top to bottom (`paidAnswer`):
  *
- *   recall → claim → verdict → reserve → send → settle
+ *   verdict from memory → [prove the account | claim the ledger's values] → verdict → reserve → send → settle
  *
- * The verdict (verdict.ts) says, from what the execution remembers of the item and what the durable
- * record held before its claim (claims.ts), whether it is sent, returned again, or not sent; `settle`
- * keeps the outcome in the memory, the durable record and the credit caps, in one place. Only a send spends,
- * and only once its claim is written where it survives n8n being killed (durable.ts); the transport
- * resends a generation only after `429` or a connection refused before anything left.
- */
+ * The verdict (verdict.ts) first reads what the execution remembers of the item; when it asks, the
+ * item's account is proven (another key's generation) or its ledger values are claimed (claims.ts,
+ * durable.ts), and it decides again: sent, returned again, or not sent. `settle` keeps the outcome in
+ * the memory, the ledger and the credit caps, in one place. Only a send spends, and only once its
+ * claim is written where it survives n8n being killed; the transport resends a generation only after
+ * `429` or a connection refused before anything left. Why an item was not sent: verdict.ts, whose
+ * `notSentError` words every such error. */
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
 import { errorFacts, errorMessage, imagePackError } from '../../../shared/errors';
