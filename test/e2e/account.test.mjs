@@ -373,16 +373,20 @@ describe('Executions → Retry after the credential was replaced or edited, in a
 		);
 		assert.equal(error.context?.code, 'other_key');
 		assert.equal(error.context?.charge, 'may_have_been_charged');
+		assert.match(error.description ?? '', /items 1 \(other_key\)/, 'both reported, in one error');
 		assert.deepEqual(refused.nodeOutput(GENERATE), [], 'no output: none of its images');
-		assert.deepEqual((await perItem(list)).requests, [1, 1, 1, 0], 'nothing sent');
-		// The other account's key asked for the first item's file: 404, not its file.
+		// Items 1–2 not sent; items 3–4, which the first account never generated, sent to the other.
+		assert.deepEqual((await perItem(list)).requests, [1, 1, 2, 1], 'items 1–2 not sent');
+		// The other account's key asked for each item's first file: 404, not its file (a 404 proves
+		// nothing: the next item asks again).
 		assert.deepEqual(
 			(await fileRequests(otherKey)).map(([, status]) => status),
-			[404],
+			[404, 404],
 		);
-		assert.equal(await charged(otherAccount), 0);
+		assert.equal(await charged(otherAccount), 2 * PRICE);
 
-		// The user checked the first account's sessions and asks for them: Resend Uncertain Generations.
+		// The user checked the first account's sessions and asks for them: Resend Uncertain Generations,
+		// and retries the execution that reported them.
 		await updateGenerate(CASES.other, (n) => ({
 			...n,
 			parameters: { ...n.parameters, options: { ...n.parameters.options, resendUncertain: true } },
