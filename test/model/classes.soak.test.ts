@@ -398,21 +398,18 @@ describe('issue 49 (still promised)', () => {
 });
 
 describe('found on a7e6a45 by the generator (seeds 49 and 78845481, shrunk by hand)', () => {
-	// Promise 5: n8n's Retry On Fail runs the next try after the Stop; that try reports the item
-	// `cancelled` / `not_sent`, though the first try's request was charged.
-	it.failing(
-		"5. the user's Stop while the service generates, Retry On Fail on: the charged item is not reported not_sent",
-		async () => {
-			await runHistory(emulator, 'real', [
-				new NewExecution(spec([['p0/A']], { tries: 2 }), [], {
-					kind: 'stopAt',
-					route: 'generate',
-					skip: 0,
-					when: 'after',
-				}),
-			]);
-		},
-	);
+	// Promise 5: n8n's Retry On Fail runs the next try after the Stop; that try reported the item
+	// `cancelled` / `not_sent`, though the first try's request was charged (passes since 6e9dccd).
+	it("5. the user's Stop while the service generates, Retry On Fail on: the charged item is not reported not_sent", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['p0/A']], { tries: 2 }), [], {
+				kind: 'stopAt',
+				route: 'generate',
+				skip: 0,
+				when: 'after',
+			}),
+		]);
+	});
 
 	// Promise 3: with Concurrency 8, one product under two accounts, the retry failed at A's row;
 	// its retry with Resend resent B's row too, which no saved record reported (passes since
@@ -446,17 +443,15 @@ describe('found on a7e6a45 by the generator (seeds 49 and 78845481, shrunk by ha
 	);
 
 	// Promise 2: a key claimed and sent by a run not ended (its send held before the service) is
-	// open: another execution reports it `interrupted_send`, not `idempotency_key_used` / `not_sent`.
-	it.failing(
-		'2. a key open in another run (its send in flight): may have been charged, not "used"',
-		async () => {
-			await runHistory(emulator, 'real', [
-				new NewExecution(spec([['k0/A']]), [], {
-					kind: 'hold',
-					product: 'k0',
-					other: spec([['k0/A']], { onError: 'errorOutput' }),
-				}),
-			]);
-		},
-	);
+	// open: another execution reports it `interrupted_send`, not `idempotency_key_used` / `not_sent`
+	// (passes since 6e9dccd).
+	it('2. a key open in another run (its send in flight): may have been charged, not "used"', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(spec([['k0/A']]), [], {
+				kind: 'hold',
+				product: 'k0',
+				other: spec([['k0/A']], { onError: 'errorOutput' }),
+			}),
+		]);
+	});
 });

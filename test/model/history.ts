@@ -347,6 +347,7 @@ export type Journal = Pick<
 	| 'resend'
 	| 'asTool'
 	| 'concurrency'
+	| 'onError'
 	| 'maxPerExecution'
 	| 'maxPerItem'
 > & { family?: number; timeout1: boolean };
@@ -607,6 +608,7 @@ export class System {
 			resend: what.resend,
 			asTool: what.asTool,
 			concurrency: what.concurrency,
+			onError: what.onError,
 			maxPerExecution: what.maxPerExecution,
 			maxPerItem: what.maxPerItem,
 			id,
@@ -750,6 +752,7 @@ function journalOf(spec: RunSpec, kind: Attempt['kind']): Journal {
 		resend: spec.resend,
 		asTool: spec.asTool,
 		concurrency: spec.concurrency,
+		onError: spec.asTool ? 'continue' : spec.onError,
 		maxPerExecution: spec.maxPerExecution ?? 0,
 		maxPerItem: spec.maxPerItem ?? 0,
 		timeout1: spec.timeout1 === true,
@@ -1162,10 +1165,14 @@ const crashStory: fc.Arbitrary<Command[]> = fc
 			edit: fc.option(fc.record(edits, { requiredKeys: [] }), { nil: undefined }),
 		}),
 		faultsArb,
+		unless('caps', fc.constantFrom(0, 24, 36), 0),
 	)
-	.map(([spec, tries, faults, kill, change, retryFaults]) => [
+	.map(([spec, tries, faults, kill, change, retryFaults, maxPerExecution]) => [
 		new NewExecution(
-			timed({ ...spec, asTool: false, concurrency: 1, onError: 'stop', tries }, faults),
+			timed(
+				{ ...spec, asTool: false, concurrency: 1, onError: 'stop', tries, maxPerExecution },
+				faults,
+			),
 			faults,
 			kill,
 		),
@@ -1177,16 +1184,23 @@ const crashStory: fc.Arbitrary<Command[]> = fc
  * half the time), the first row's answer lost after the charge (a reset, or a timeout), perhaps n8n
  * killed or the user's Stop as well; then the key or the ask used again: a new execution with the
  * same rows (Resend on or off), Executions → Retry of the killed or failed execution (Resend on or
- * off), or both.
+ * off), or two retries of the failed execution with Resend, the first failing at another row.
  */
 const reuseStory: fc.Arbitrary<Command[]> = fc
 	.tuple(
 		specArb,
 		fc.constantFrom('k0', 'k1', 'p0'),
 		fc.boolean(),
-		fc.constantFrom<FaultKind>('resetAfter', 'resetAfter', 'timeoutAfter'),
+		fc.constantFrom<FaultKind | 'none'>('resetAfter', 'resetAfter', 'timeoutAfter', 'none'),
 		fc.option(
 			fc.oneof(
+				// n8n killed at the next row's send, the key answered: its run never ended.
+				fc.constant({
+					kind: 'killAt' as const,
+					route: 'generate' as const,
+					skip: 1,
+					when: 'after' as const,
+				}),
 				fc.record({ kind: fc.constantFrom('kill' as const, 'killBefore' as const), at: storeCall }),
 				atRequest.map((at) => ({ kind: 'killAt' as const, ...at })),
 				atRequest.map((at) => ({ kind: 'stopAt' as const, ...at })),
@@ -1197,18 +1211,25 @@ const reuseStory: fc.Arbitrary<Command[]> = fc
 			fc.oneof(
 				fc.boolean().map((resend) => ({ kind: 'new' as const, resend })),
 				fc.boolean().map((resend) => ({ kind: 'retry' as const, resend })),
+				fc.constant({ kind: 'twice' as const, resend: true }),
 			),
 			{ minLength: 1, maxLength: 2 },
 		),
 		fc.boolean(),
 	)
 	.map(([spec, product, twoAccounts, kind, interrupt, reuses, stop]) => {
-		const rows: Row[] = twoAccounts
-			? [
-					{ product, account: 'A' },
-					{ product, account: 'B' },
-				]
-			: [{ product, account: 'A' }];
+		const twice = reuses.some((reuse) => reuse.kind === 'twice');
+		const faults: Fault[] = kind === 'none' ? [] : [{ product, kind, skip: 0 }];
+		const rows: Row[] = [
+			...(twoAccounts
+				? [
+						{ product, account: 'A' as const },
+						{ product, account: 'B' as const },
+					]
+				: [{ product, account: 'A' as const }]),
+			// A row the first resend's retry fails at (a 402), so the same record is retried again.
+			...(twice ? [{ product: 'p1', account: 'A' as const }] : []),
+		];
 		const first: RunSpec = timed(
 			{
 				...spec,
@@ -1218,13 +1239,19 @@ const reuseStory: fc.Arbitrary<Command[]> = fc
 				onError: stop ? 'stop' : spec.onError,
 				maxPerItem: 0,
 			},
-			[{ product, kind, skip: 0 }],
+			faults,
 		);
-		const commands: Command[] = [new NewExecution(first, [{ product, kind, skip: 0 }], interrupt)];
+		const commands: Command[] = [new NewExecution(first, faults, interrupt)];
 		for (const reuse of reuses) {
 			if (reuse.kind === 'new')
 				commands.push(new NewExecution({ ...first, resend: reuse.resend }, []));
-			else {
+			else if (reuse.kind === 'twice') {
+				// Two retries of one failed execution with Resend: the first fails at p1, the second resends nothing.
+				commands.push(
+					new RetryExecution(0, { resend: true }, [{ product: 'p1', kind: 'credits402', skip: 0 }]),
+				);
+				commands.push(new RetryExecution(0, { resend: true }, []));
+			} else {
 				commands.push(
 					new RetryAfterKill(
 						0,

@@ -84,6 +84,8 @@ export interface Attempt {
 	resend: boolean;
 	asTool: boolean;
 	concurrency: number;
+	/** On Error (an agent's call: its failure is its output, as under Continue). */
+	onError: 'stop' | 'errorOutput' | 'continue';
 	/** Max Credits per Execution and per Item as this attempt ran (0: no limit). */
 	maxPerExecution: number;
 	maxPerItem: number;
@@ -477,6 +479,32 @@ export function broken(world: World): string[] {
 				found.push(
 					`paid reported free: ${product} on ${account} in execution #${attempt.id} (${attempt.kind} of #${attempt.family}) reported ${report.code}/${report.charge}, and it paid ${paid} turn(s) for ${rows.get(ask)} such row(s)`,
 				);
+			}
+		}
+
+		// 5. Under Continue (either output), a run that ends gives every item an output: an ask it
+		// paid for is reported, `ok` or `may_have_been_charged`, as often as it was paid (a Stop
+		// included: "keeps its result, or is reported with its charge").
+		if (attempt.onError !== 'stop' && attempt.outcome !== 'killed') {
+			const told = new Map<string, number>();
+			for (const report of attempt.reports) {
+				const row = attempt.runs[report.run]?.[report.item];
+				if (!row || !(report.ok || report.charge === MAYBE)) continue;
+				const ask = `${row.product} ${accountOf(attempt, row)}`;
+				told.set(ask, (told.get(ask) ?? 0) + 1);
+			}
+			const paidAsks = new Map<string, number>();
+			for (const turn of world.turns) {
+				if (payerOf(world, turn) !== attempt) continue;
+				const ask = `${parsePrompt(turn.prompt).product} ${turn.account}`;
+				paidAsks.set(ask, (paidAsks.get(ask) ?? 0) + 1);
+			}
+			for (const [ask, n] of paidAsks) {
+				if (n > (told.get(ask) ?? 0)) {
+					found.push(
+						`paid, not reported: ${ask.replace(' ', ' on ')} in execution #${attempt.id} (${attempt.kind} of #${attempt.family}, ${attempt.outcome}) paid ${n} turn(s), reported ok or maybe charged ${told.get(ask) ?? 0}×`,
+					);
+				}
 			}
 		}
 
