@@ -435,7 +435,11 @@ describe('after a paid answer arrived', () => {
 		const first = await callAsLangChainTool(asked, data, 0);
 		const second = await callAsLangChainTool(asked, data, 1);
 		expect(await paidPer(['agent 2 call'])).toEqual([1]);
-		expect([first[0].json.code, second[0].json.code]).toEqual(['server_fault', 'interrupted_send']);
+		// The repeat is told the first call's failure again, not sent (issue 56: the execution's
+		// calls are counted in the process, so an earlier call that may have been charged is known).
+		expect([first[0].json.code, second[0].json.code]).toEqual(['server_fault', 'server_fault']);
+		expect(second[0].json.charged).toBe('may_have_been_charged');
+		expect(String(second[0].json.error)).toMatch(/Not sent again: an earlier call of this execution/);
 	});
 });
 

@@ -10,9 +10,11 @@ import { sleep } from 'n8n-workflow';
 import { ImagePack } from '../../../nodes/ImagePack/ImagePack.node';
 import { forgetProcessRecords } from '../../../nodes/ImagePack/actions/image/generate/durable';
 import { useEmulator } from '../../harness/emulator';
+import { newRunExecutionData } from '../../harness/n8n';
 import {
 	type EngineOptions,
 	type EngineRun,
+	callAsLangChainTool,
 	retryAfterKill,
 	retryExecution,
 	runInEngine,
@@ -21,10 +23,10 @@ import {
 
 const emulator = useEmulator();
 
-const generate = (options: IDataObject = {}): INodeParameters => ({
+const generate = (options: IDataObject = {}, prompt = '={{ $json.sku }}'): INodeParameters => ({
 	resource: 'image',
 	operation: 'generate',
-	prompt: '={{ $json.sku }}',
+	prompt,
 	model: 'nano-banana-2',
 	ratio: '1:1',
 	resolution: '1K',
@@ -234,5 +236,32 @@ describe('the same failed execution retried twice, each retry going on past what
 		const third = await retryExecution(first);
 		expect(third.error?.context).toMatchObject({ code: 'interrupted_send', itemIndex: 3 });
 		expect(await paidPer(skus)).toEqual([1, 1, 1, 1]);
+	});
+});
+
+describe('AI Agent 2.x (each call in a context of its own)', () => {
+	const tool = () => ({
+		nodeType: new ImagePack(),
+		parameters: generate({}, 'a banner for the agent'),
+		credentials: { baseUrl: emulator.baseUrl, apiKey: emulator.apiKey },
+	});
+
+	it('a call answered before n8n stopped is not paid again when the execution is retried', async () => {
+		const data = newRunExecutionData();
+		const atStart = JSON.parse(JSON.stringify(data)) as typeof data;
+		const answered = await callAsLangChainTool(tool(), data, 0);
+		expect(answered[0].json.turn_id).toBeDefined();
+		forgetProcessRecords(); // n8n killed: the retry runs in a new process, from the saved start
+		const retried = await callAsLangChainTool(tool(), atStart, 0);
+		expect(retried[0].json.code).toBe('interrupted_send');
+		expect(await paidPer(['a banner for the agent'])).toEqual([1]);
+	});
+
+	it('the same call twice in one execution is two generations', async () => {
+		const data = newRunExecutionData();
+		const first = await callAsLangChainTool(tool(), data, 0);
+		const second = await callAsLangChainTool(tool(), data, 1);
+		expect(first[0].json.turn_id).not.toBe(second[0].json.turn_id);
+		expect(await paidPer(['a banner for the agent'])).toEqual([2]);
 	});
 });

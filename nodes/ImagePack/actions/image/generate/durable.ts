@@ -14,6 +14,7 @@
 import type { IExecuteFunctions } from 'n8n-workflow';
 
 import { nodeName } from './identity';
+import { forgetAgentCalls } from './recall';
 import type { RowSizes } from './stores';
 import { inClaimsRow, kindOf, ledger } from './ledger';
 
@@ -154,6 +155,7 @@ const OPENED_KEPT = 10_000;
 
 /** What this process holds of the record, gone as if n8n had restarted (the tests' fresh instance). */
 export function forgetProcessRecords(): void {
+	forgetAgentCalls();
 	toMove.clear();
 	openedHere.clear();
 	leftByAsking.clear();

@@ -17,7 +17,7 @@ import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { errorFacts, errorMessage, imagePackError } from '../../../shared/errors';
 import { type Connection, connectionsPerItem, generate, proveOwnership } from '../../../transport';
 import { addHints, asNodeError, eachItem } from '../../items';
-import { isToolExecution, runsAsTool } from '../../tool';
+import { runsAsTool } from '../../tool';
 import { countUncertain, reserveCredits } from './credits';
 import { type ClaimItem, type ClaimRun, claimSend, readAsSent } from './claims';
 import { type Claimed, DurableRecord, type Settled } from './durable';
@@ -47,8 +47,6 @@ import {
 /** What every item of one node run shares (what its claims need: claims.ts `ClaimRun`). */
 interface Run extends ClaimRun {
 	asTool: boolean;
-	/** AI Agent 2.x runs each call in a context of its own, with no run to name. */
-	ownContext: boolean;
 	/** Items answered from the memory instead of being sent. */
 	replayed: number[];
 	/** Paid items' keys and windows, let go once the run ends with their answers (durable.ts). */
@@ -252,17 +250,23 @@ function paidFinish(
 				secret: item.connection.apiKey,
 			},
 		);
+	// From then on an uncertain send of this execution: a try or a repeat reports it.
+	const failed = (error: unknown) => {
+		const failure = failedAfterPaying(error);
+		remember(run, item, { kind: 'uncertain', failure: errorFacts(failure) });
+		return failure;
+	};
 	let output: Answered;
 	try {
 		output = outputOf(item, answer);
 	} catch (error) {
-		throw failedAfterPaying(error);
+		throw failed(error);
 	}
 	return {
 		paid: output.paid,
 		finish: async () => {
 			const items = await output.finish().catch((error: unknown) => {
-				throw failedAfterPaying(error);
+				throw failed(error);
 			});
 			await answered();
 			return items;
@@ -398,7 +402,6 @@ export async function execute(
 		asTool,
 		memory: openMemory(this, asTool),
 		durable: new DurableRecord(this),
-		ownContext: isToolExecution(this),
 		replayed: [],
 		delivered: [],
 		notSent: new Set(),
@@ -409,9 +412,9 @@ export async function execute(
 	const known = identities(this, run.memory, plans, connections);
 	const runItems = plans.map((plan, itemIndex) => {
 		if (plan instanceof Error) return undefined;
-		// Held for an answer bound, or an AI Agent 2.x call: no run to name (verdict.ts `Facts`).
+		// Held for an answer bound: no run to name (verdict.ts `Facts`).
 		const held = asTool && plan.options.answerWithinMs !== undefined;
-		const record = held || run.ownContext ? ('tool' as const) : ('run' as const);
+		const record = held ? ('tool' as const) : ('run' as const);
 		const connection = connections[itemIndex]!;
 		return { ctx: this, connection, asTool, itemIndex, plan, ...known[itemIndex]!, record };
 	});
