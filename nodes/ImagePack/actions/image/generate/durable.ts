@@ -14,8 +14,7 @@
 import type { IExecuteFunctions } from 'n8n-workflow';
 
 import { nodeName } from './identity';
-import { forgetAgentCalls } from './recall';
-import type { RowSizes } from './stores';
+import { type RowSizes, forgetAgentCalls } from './stores';
 import { inClaimsRow, kindOf, ledger } from './ledger';
 
 /**

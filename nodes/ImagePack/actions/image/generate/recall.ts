@@ -18,7 +18,7 @@ import {
 } from './identity';
 import type { ItemPlan } from './plan';
 import { askOf } from './ledger';
-import { type Memo, RunMemory } from './stores';
+import { type Memo, RunMemory, agentCalls, nextCall } from './stores';
 
 /**
  * The run index n8n gives this run of the node: one per run of a node in a loop, one per tool call
@@ -88,26 +88,6 @@ export function cutOff(ctx: IExecuteFunctions, memory: RunMemory): boolean {
 	return cut;
 }
 
-// AI Agent 2.x calls of the latest executions in this process (`openMemory`), oldest first.
-const agentExecutions = new Map<string, Record<string, unknown>>();
-const AGENT_EXECUTIONS_KEPT = 100;
-let nextCall = 0;
-
-function agentCalls(executionId: string): Record<string, unknown> {
-	const store = agentExecutions.get(executionId) ?? {};
-	agentExecutions.delete(executionId);
-	agentExecutions.set(executionId, store);
-	if (agentExecutions.size > AGENT_EXECUTIONS_KEPT) {
-		agentExecutions.delete(agentExecutions.keys().next().value!);
-	}
-	return store;
-}
-
-/** What this process counted of AI Agent 2.x calls, gone as if n8n had restarted (the tests'). */
-export function forgetAgentCalls(): void {
-	agentExecutions.clear();
-}
-
 /**
  * The records of this run, in the node's execution context data: n8n saves it with the execution
  * and copies it into a retry of it (*Executions → Retry*), and nowhere else.
@@ -118,7 +98,7 @@ export function openMemory(ctx: IExecuteFunctions, asTool: boolean): RunMemory {
 	// execution's calls are counted in this process instead, each call a run of its own (a repeat
 	// is a new generation unless an earlier one may have been charged). A retry after n8n stopped
 	// counts afresh in a new process, so its calls find what the stopped attempt sent.
-	if (isToolExecution(ctx)) return new RunMemory(agentCalls(executionId), nextCall++, executionId);
+	if (isToolExecution(ctx)) return new RunMemory(agentCalls(executionId), nextCall(), executionId);
 	const store = contextData(ctx, 'node');
 	const memory = new RunMemory(store, runIndexOf(ctx), executionId);
 	if (!asTool) memory.forgetEarlierRuns();

@@ -235,6 +235,33 @@ export class RunMemory {
 
 // Per process.
 
+// AI Agent 2.x calls of the latest executions in this process (recall.ts `openMemory`): the
+// execution's records, each call a run of its own. Bounded: the least recently used goes.
+const agentExecutions = new Map<string, Record<string, unknown>>();
+const AGENT_EXECUTIONS_KEPT = 100;
+let calls = 0;
+
+/** The records of an execution's AI Agent 2.x calls in this process. */
+export function agentCalls(executionId: string): Record<string, unknown> {
+	const store = agentExecutions.get(executionId) ?? {};
+	agentExecutions.delete(executionId);
+	agentExecutions.set(executionId, store);
+	if (agentExecutions.size > AGENT_EXECUTIONS_KEPT) {
+		agentExecutions.delete(agentExecutions.keys().next().value!);
+	}
+	return store;
+}
+
+/** A run index of its own for each AI Agent 2.x call of this process. */
+export function nextCall(): number {
+	return calls++;
+}
+
+/** What this process counted of AI Agent 2.x calls, gone as if n8n had restarted (the tests'). */
+export function forgetAgentCalls(): void {
+	agentExecutions.clear();
+}
+
 export const PENDING_LIMITS = { maxEntries: 200, doneTtlMs: 60 * 60_000, failedTtlMs: 10 * 60_000 };
 
 export interface Held<A> {
