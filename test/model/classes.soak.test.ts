@@ -455,3 +455,25 @@ describe('found on a7e6a45 by the generator (seeds 49 and 78845481, shrunk by ha
 		]);
 	});
 });
+
+describe('found on eebeadc by the generator (seed 49, shrunk by hand)', () => {
+	// Promise 5: under Continue the stopped run's output lacks the item whose request the Stop cut
+	// after the service charged it: neither its result nor `may_have_been_charged`.
+	it.failing(
+		"5. the user's Stop while the service generates, On Error Continue: the charged item is reported",
+		async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(
+					spec([['k3/A', 'p0/A', 'k5/A']], { onError: 'continue', download: true }),
+					[],
+					{
+						kind: 'stopAt',
+						route: 'generate',
+						skip: 1,
+						when: 'after',
+					},
+				),
+			]);
+		},
+	);
+});

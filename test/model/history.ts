@@ -836,7 +836,8 @@ export class RetryAfterKill implements Command {
 		// Upstream runs again and may return the rows in another order; an agent calls anew.
 		let runs = reorder ? before.runs.map((rows) => [...rows].reverse()) : before.runs;
 		if (before.asTool && repeatCall) runs = [...runs, runs.at(-1)!];
-		const spec: RunSpec = { ...before, ...edit, runs };
+		// The harness restarts the node with its settings as they were (On Error included).
+		const spec: RunSpec = { ...before, ...edit, onError: before.onError, runs };
 		const loop = before.runs.length > 1 && !before.asTool && this.change.crashRecovered;
 		const from = loop ? { ...killed, atStart: crashRecovered(killed.atStart) } : killed;
 		const nodeType = system.newProcessNodeType();
