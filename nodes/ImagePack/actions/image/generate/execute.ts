@@ -464,7 +464,9 @@ export async function execute(
 					later.set(itemIndex, finish);
 					return [];
 				} catch (error) {
-					if (continueOnFail || asTool || !run.notSent.has(error)) throw error;
+					if (continueOnFail || asTool || !run.notSent.has(error)) {
+						throw asNodeError(this, error, itemIndex);
+					}
 					notSent.push({ itemIndex, error });
 					return [];
 				}
