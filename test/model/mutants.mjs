@@ -10,10 +10,12 @@
  *   MUTANTS=a,e MUTANT_SEEDS=49 npm run test:mutants
  *   MUTANTS_TREE=worktree npm run test:mutants   # the working tree's files instead of HEAD's
  *
- * The checker runs with MODEL_TALLY=1 (it never stops, and prints each broken history's rules):
- * the unmutated code is run first at each seed, and a mutant is found at the first history that
- * breaks a rule the unmutated code did not break there. So a break the code has already (an
- * `it.failing` in classes.soak.test.ts) does not hide a mutant's, nor count as one.
+ * The checker runs with MODEL_TALLY=1 (it never stops, and prints each broken history's rules and
+ * replay): the unmutated code is run first at each seed; a history of the mutant's run that breaks
+ * a rule the unmutated code did not break there is a candidate, and its replay is run three times
+ * in the mutant's copy and in an unmutated one: found when it fails every time on the mutant and
+ * never on the unmutated code. So a break the code has already (an `it.failing` in
+ * classes.soak.test.ts), or one that depends on timing, neither hides a mutant's nor counts as one.
  *
  * A mutant is a text replacement that must match exactly once (else the script fails: the code it
  * aimed at moved). The copy is HEAD's tracked files (`git archive`), or the working tree's
@@ -148,16 +150,27 @@ function check(folder, seed) {
 		{
 			cwd: folder,
 			encoding: 'utf8',
-			env: { ...process.env, MODEL_SEED: String(seed), MODEL_TALLY: '1', MODEL_PATH: '' },
+			env: {
+				...process.env,
+				MODEL_SEED: String(seed),
+				MODEL_TALLY: '1',
+				MODEL_TALLY_FULL: '1',
+				MODEL_PATH: '',
+			},
 			maxBuffer: 256 * 1024 * 1024,
 		},
 	);
 	const output = `${result.stdout}\n${result.stderr}`;
 	const broken = new Map();
-	for (const [, history, rules, first] of output.matchAll(
-		/tally \d+ (\d+) ([^\n]*?) :: ([^\n]*)/g,
+	for (const [, history, rules, first, rest] of output.matchAll(
+		/tally \d+ (\d+) ([^\n]*?) :: ([^\n]*)\n([\s\S]*?)\n\s*\]\);/g,
 	)) {
-		broken.set(Number(history), { rules: rules.split('|'), first });
+		const replay = /await runHistory\([\s\S]*$/.exec(rest)?.[0];
+		broken.set(Number(history), {
+			rules: rules.split('|'),
+			first,
+			replay: replay ? `${replay}\n]);` : undefined,
+		});
 	}
 	const ran = /seed \d+: (\d+) histories in ([\d.]+) min/.exec(output);
 	return {
@@ -169,20 +182,61 @@ function check(folder, seed) {
 	};
 }
 
-/** The first history where the mutant breaks a rule the unmutated code did not break there. */
-function firstNew(base, mutant) {
-	for (const [history, { rules, first }] of [...mutant.broken].sort((x, y) => x[0] - y[0])) {
+/** Runs a replay three times in a folder (jest, one file): how many runs broke a promise. */
+function replayFails(folder, replay) {
+	const file = join(folder, 'test/model/zz-confirm.soak.test.ts');
+	writeFileSync(
+		file,
+		[
+			"import { useEmulator } from '../harness/emulator';",
+			"import { NewExecution, Restart, RetryAfterKill, RetryExecution, runHistory } from './history';",
+			'const emulator = useEmulator();',
+			'void [NewExecution, Restart, RetryAfterKill, RetryExecution];',
+			...[1, 2, 3].map((n) => `it('replay ${n}', async () => {\n${replay}\n});`),
+		].join('\n'),
+	);
+	const result = spawnSync(
+		'npx',
+		['jest', '-c', 'jest.soak.config.js', '--ci', 'test/model/zz-confirm'],
+		{
+			cwd: folder,
+			encoding: 'utf8',
+			maxBuffer: 64 * 1024 * 1024,
+		},
+	);
+	rmSync(file, { force: true });
+	const failed = /Tests:\s+(\d+) failed/.exec(`${result.stdout}\n${result.stderr}`);
+	return failed ? Number(failed[1]) : 0;
+}
+
+/**
+ * The first history where the mutant breaks a rule the unmutated code did not break there, and
+ * whose replay fails three times out of three on the mutant and never on the unmutated code.
+ */
+function firstNew(base, mutant, folder, unmutated) {
+	let tried = 0;
+	for (const [history, { rules, first, replay }] of [...mutant.broken].sort(
+		(x, y) => x[0] - y[0],
+	)) {
 		const before = base.broken.get(history)?.rules ?? [];
 		const fresh = rules.filter((rule) => !before.includes(rule));
-		if (fresh.length) return { history, rule: fresh[0], first };
+		if (!fresh.length || !replay) continue;
+		if (++tried > 4) break;
+		const onMutant = replayFails(folder, replay);
+		const onCode = replayFails(unmutated, replay);
+		console.error(
+			`  candidate history ${history} (${fresh[0]}): fails ${onMutant}/3 mutated, ${onCode}/3 unmutated`,
+		);
+		if (onMutant === 3 && onCode === 0) return { history, rule: fresh[0], first };
 	}
 	return undefined;
 }
 
 const baseline = new Map();
+const unmutated = copyRepository();
 {
-	const folder = copyRepository();
-	try {
+	const folder = unmutated;
+	{
 		for (const seed of seeds) {
 			const base = check(folder, seed);
 			if (base.status !== 0)
@@ -192,8 +246,6 @@ const baseline = new Map();
 				`unmutated, seed ${seed}: ${base.broken.size} of ${base.histories} histories break a rule (${[...new Set([...base.broken.values()].flatMap((b) => b.rules))].join(', ') || 'none'})`,
 			);
 		}
-	} finally {
-		rmSync(folder, { recursive: true, force: true });
 	}
 }
 
@@ -205,7 +257,7 @@ for (const mutant of MUTANTS.filter((m) => !only || only.includes(m.id))) {
 		const tries = [];
 		for (const seed of seeds) {
 			const result = check(folder, seed);
-			const found = firstNew(baseline.get(seed), result);
+			const found = firstNew(baseline.get(seed), result, folder, unmutated);
 			tries.push({ seed, ...result, found });
 			console.error(
 				`mutant ${mutant.id} seed ${seed}: ${found ? `found at history ${found.history}: ${found.first.slice(0, 160)}` : `not found (${result.histories ?? '?'} histories, ${result.minutes.toFixed(2)} min)`}`,
@@ -234,3 +286,4 @@ for (const row of rows) {
 	console.log(`| ${row.mutant} | ${row.found} | ${row.rule} | ${row.histories} | ${row.seeds} |`);
 }
 process.exitCode = rows.every((row) => row.found.startsWith('yes')) ? 0 : 1;
+rmSync(unmutated, { recursive: true, force: true });
