@@ -16,7 +16,7 @@ import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
 import { errorFacts, errorMessage, imagePackError } from '../../../shared/errors';
 import { type Connection, connectionsPerItem, generate, proveOwnership } from '../../../transport';
-import { addHints, asNodeError, eachItem } from '../../items';
+import { addHints, asNodeError, eachItem, throwIfStopped } from '../../items';
 import { runsAsTool } from '../../tool';
 import { countUncertain, reserveCredits } from './credits';
 import { type ClaimItem, type ClaimRun, claimSend, readAsSent } from './claims';
@@ -457,6 +457,10 @@ export async function execute(
 			async (itemIndex) => {
 				const plan = plans[itemIndex];
 				if (plan instanceof Error) throw plan;
+				// After a Stop no item starts that would send; one an earlier try paid for, or may
+				// have, is returned or reported. Under Continue On Fail the others are error items, so
+				// what was paid before the Stop keeps its place in the output.
+				if (!paidBefore(runItems[itemIndex])) throwIfStopped(this, itemIndex);
 				try {
 					const { paid: label, finish } = await generateItem(run, runItems[itemIndex]!);
 					if (label) paid.push(label);
@@ -473,8 +477,7 @@ export async function execute(
 			},
 			lanes,
 			order,
-			// After a Stop an item an earlier try paid for, or may have, is returned or reported.
-			(itemIndex) => !paidBefore(runItems[itemIndex]),
+			() => false, // checked above, per item
 		);
 		if (notSent.length) throw notSentAtEnd(this, notSent);
 		hintReplayed(this, run.replayed);
