@@ -124,9 +124,7 @@ export class RunMemory {
 		if (!isRecord(ledger) || !isRecord(ledger.after)) return {};
 		const sameRun = ledger.run === this.runIndex && (ledger.calls ?? '') === calls;
 		if (!sameRun) return ledger.after;
-		// Saved by a version before `changed` (a retry across the upgrade): the whole count before.
-		const { before: saved } = ledger as { before?: AskCounts };
-		if (!isRecord(ledger.changed)) return isRecord(saved) ? saved : {};
+		if (!isRecord(ledger.changed)) return {};
 		const before: AskCounts = { ...ledger.after };
 		for (const [ask, count] of Object.entries(ledger.changed)) {
 			if (count) before[ask] = count;
