@@ -108,6 +108,9 @@ const seeds = process.env.MUTANT_SEEDS
 	? process.env.MUTANT_SEEDS.split(',').map(Number)
 	: ciSeeds();
 
+/** Every copy is of one commit: HEAD when the script started (others commit meanwhile). */
+const commit = execSync('git rev-parse HEAD', { cwd: root, encoding: 'utf8' }).trim();
+
 function copyRepository() {
 	const to = mkdtempSync(join(tmpdir(), 'imagepack-mutant-'));
 	if (process.env.MUTANTS_TREE === 'worktree') {
@@ -123,7 +126,7 @@ function copyRepository() {
 			}
 		}
 	} else {
-		execSync(`git archive HEAD | tar -x -C ${JSON.stringify(to)}`, { cwd: root });
+		execSync(`git archive ${commit} | tar -x -C ${JSON.stringify(to)}`, { cwd: root });
 	}
 	symlinkSync(join(root, 'node_modules'), join(to, 'node_modules'));
 	return to;
