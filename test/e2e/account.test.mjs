@@ -373,7 +373,11 @@ describe('Executions → Retry after the credential was replaced or edited, in a
 		);
 		assert.equal(error.context?.code, 'other_key');
 		assert.equal(error.context?.charge, 'may_have_been_charged');
-		assert.match(error.description ?? '', /items 1 \(other_key\)/, 'both reported, in one error');
+		assert.match(
+			error.description ?? '',
+			/Not sent, and reported so: items 1 \(other_key\)/,
+			'both reported, in one error',
+		);
 		assert.deepEqual(refused.nodeOutput(GENERATE), [], 'no output: none of its images');
 		// Items 1–2 not sent; items 3–4, which the first account never generated, sent to the other.
 		assert.deepEqual((await perItem(list)).requests, [1, 1, 2, 1], 'items 1–2 not sent');

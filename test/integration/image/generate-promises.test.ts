@@ -265,3 +265,22 @@ describe('AI Agent 2.x (each call in a context of its own)', () => {
 		expect(await paidPer(['a banner for the agent'])).toEqual([2]);
 	});
 });
+
+describe('Stop Workflow: the failure that stops the run names what was reported before it', () => {
+	it('an item reported maybe charged, then a refusal: the error shows both, so a Resend resends only what was shown', async () => {
+		const skus = ['shown 0', 'shown 1', 'shown 2'];
+		const stopWorkflow = { errorOutput: false };
+		const killed = await runInEngine(engine({ ...stopWorkflow, runs: [rows(skus.slice(0, 1))] }));
+		forgetProcessRecords();
+		await emulator.control.setCredits(emulator.accountId, 5); // row 1 refused: 402
+		const retry = await retryAfterKill(killed, { runs: [rows(skus)] });
+		expect(retry.error?.context).toMatchObject({ code: 'insufficient_credits', itemIndex: 1 });
+		expect(retry.error?.description).toMatch(
+			/Not sent, and reported so: items 0 \(interrupted_send\)/,
+		);
+		await emulator.control.setCredits(emulator.accountId, 1_000);
+		const resent = await retryExecution(retry, generate({ resendUncertain: true }));
+		expect(resent.output.map((item) => item.json.ok)).toEqual([true, true, true]);
+		expect(await paidPer(skus)).toEqual([2, 1, 1]);
+	});
+});

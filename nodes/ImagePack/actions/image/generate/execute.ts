@@ -344,18 +344,28 @@ function hintReplayed(ctx: IExecuteFunctions, replayed: number[]) {
 	]);
 }
 
-/** The first item the verdict did not send, naming the others (Stop Workflow). */
-function notSentAtEnd(
+/**
+ * The run's error under Stop Workflow, naming every item the verdict did not send because it may
+ * have been charged (so each is shown, and a retry with Resend may resend it): the first of them, or
+ * the failure that stopped the run.
+ */
+function notSentNamed(
 	ctx: IExecuteFunctions,
 	notSent: Array<{ itemIndex: number; error: unknown }>,
+	stopped?: unknown,
 ) {
-	const [first, ...others] = [...notSent].sort((a, b) => a.itemIndex - b.itemIndex);
-	const failure = asNodeError(ctx, first.error, first.itemIndex);
+	const sorted = [...notSent].sort((a, b) => a.itemIndex - b.itemIndex);
+	const [first] = sorted;
+	const others = stopped === undefined ? sorted.slice(1) : sorted;
+	const failure =
+		stopped === undefined
+			? asNodeError(ctx, first.error, first.itemIndex)
+			: asNodeError(ctx, stopped);
 	if (others.length) {
 		const list = others.map(({ itemIndex, error }) => `${itemIndex} (${errorFacts(error).code})`);
 		failure.description = [
 			failure.description,
-			`Not sent either, and reported the same way: items ${list.join(', ')}. The other items ran.`,
+			`Not sent, and reported so: items ${list.join(', ')} (they may have been charged before).`,
 		]
 			.filter(Boolean)
 			.join(' · ');
@@ -479,7 +489,7 @@ export async function execute(
 			order,
 			() => false, // checked above, per item
 		);
-		if (notSent.length) throw notSentAtEnd(this, notSent);
+		if (notSent.length) throw notSentNamed(this, notSent);
 		hintReplayed(this, run.replayed);
 		if (run.claims) addHints(this, DurableRecord.full(rows, keyed));
 		return later ? await finishLater(this, items, output, later) : output;
@@ -490,7 +500,7 @@ export async function execute(
 		if (later?.size && code === 'cancelled' && charge === 'not_sent') {
 			return await finishLater(this, items, [], later);
 		}
-		throw withPaidNote(this, error, paid);
+		throw withPaidNote(this, notSent.length ? notSentNamed(this, notSent, error) : error, paid);
 	} finally {
 		// The run ends: its paid keys are used, no longer open (a stop before here leaves them open).
 		for (const answered of run.delivered) await answered();
