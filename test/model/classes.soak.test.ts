@@ -490,3 +490,26 @@ describe('found on 5ae8027 by the generator (seed 49, shrunk by fast-check)', ()
 		},
 	);
 });
+
+describe('found on 8ec2504 by the generator (seed 49, history 125)', () => {
+	// Promise 7 (every charge label true): the user's Stop once k0's claim was written (store call 4
+	// at 8ec2504), before its send: k0 is reported `cancelled` / `may_have_been_charged`, though no
+	// request left for it (a Stop is no kill: the node knows it did not send).
+	it.failing(
+		"7. the user's Stop between a claim and its send: not reported may_have_been_charged",
+		async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(
+					spec([['k0/B', 'p1/A', 'k3/A']], {
+						tries: 2,
+						onError: 'errorOutput',
+						resend: true,
+						maxPerExecution: 24,
+					}),
+					[],
+					{ kind: 'stop', at: 4 },
+				),
+			]);
+		},
+	);
+});
