@@ -209,20 +209,26 @@ export class Failures {
 		private readonly scope: CallScope,
 	) {}
 
-	/** The request got no (complete) answer: refused, reset, timed out, stopped. */
-	network(code?: string) {
+	/**
+	 * The request got no (complete) answer: refused, reset, timed out, stopped. `unsent`: it was
+	 * stopped or timed out before this attempt left (earlier attempts were refused, never charged).
+	 */
+	network(code?: string, unsent = false) {
 		const { out, scope } = this;
 		const cancelled = scope.cancel?.aborted === true;
 		const timedOut =
 			!cancelled && (scope.signal.aborted || code === 'ETIMEDOUT' || code === 'ECONNABORTED');
-		const notSent = code !== undefined && NOT_SENT_CODES.has(code) && !cancelled && !timedOut;
+		const notSent =
+			unsent || (code !== undefined && NOT_SENT_CODES.has(code) && !cancelled && !timedOut);
 		// The raw code stays out of the message: NodeApiError swaps messages that mention well-known
 		// network codes for a generic one.
 		const message = cancelled
-			? 'The execution was stopped while waiting for the Image Pack API'
+			? unsent
+				? 'The execution was stopped before the request was sent: nothing was sent'
+				: 'The execution was stopped while waiting for the Image Pack API'
 			: timedOut
 				? `The Image Pack API did not answer within ${Math.round(scope.timeoutMs / 100) / 10} seconds (the timeout covers the whole call, the answer's body included)`
-				: notSent
+				: notSent && code !== undefined
 					? `The Image Pack API could not be reached (${NETWORK_CAUSES[code]}): check the Base URL of the credential`
 					: `The connection to the Image Pack API failed (${(code && NETWORK_CAUSES[code]) ?? 'network error'})`;
 		const reason = cancelled ? 'cancelled' : timedOut ? 'timeout' : (code ?? 'unknown');

@@ -109,7 +109,7 @@ export async function send<R>(
 ): Promise<R> {
 	const fail = new Failures(ctx, connection, out, scope);
 	for (let number = 1; ; number++) {
-		if (scope.signal.aborted) throw fail.network();
+		if (scope.signal.aborted) throw fail.network(undefined, true);
 		const step = await attempt({ ctx, connection, out, scope, fail, receive, tolerate, number });
 		if ('value' in step) return step.value;
 		await pause(step.retryInMs, scope).catch(() => {
