@@ -508,12 +508,17 @@ export function broken(world: World): string[] {
 			}
 		}
 
-		// 6. Max Credits per Execution across kills and retries; per Item.
+		// 6. Max Credits per Execution across kills and retries; per Item. What an earlier attempt
+		// paid under another credential setting is not counted (README: "a retry whose credential
+		// was switched after the stop finds nothing the stopped attempt sent, and counts anew").
 		const family = attempts.filter((a) => a.family === attempt.family && a.id <= attempt.id);
 		const paidBy = (a: Attempt) =>
 			world.turns.filter((t) => payerOf(world, t) === a).reduce((sum, t) => sum + t.charged, 0);
 		if (attempt.maxPerExecution > 0) {
-			const before = family.slice(0, -1).reduce((sum, a) => sum + paidBy(a), 0);
+			const before = family
+				.slice(0, -1)
+				.filter((a) => a.credential === attempt.credential)
+				.reduce((sum, a) => sum + paidBy(a), 0);
 			const during = paidBy(attempt);
 			if (during > 0 && before + during > attempt.maxPerExecution)
 				found.push(
