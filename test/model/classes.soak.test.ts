@@ -427,20 +427,19 @@ describe('found on a7e6a45 by the generator (seeds 49 and 78845481, shrunk by ha
 	});
 
 	// Promise 6: the killed attempt paid 24 on A's key; the retry, its rows now on B's key, pays 24
-	// more under a cap of 24 (what the stopped attempt sent is counted only under the same key).
-	it.failing(
-		"6. Max Credits per Execution across a kill and a credential switched to the rows' accounts",
-		async () => {
-			await runHistory(emulator, 'real', [
-				new NewExecution(
-					spec([['p0/B', 'p1/B', 'k0/B']], { maxPerExecution: 24, onError: 'errorOutput' }),
-					[],
-					killAfterCharge(1),
-				),
-				new RetryAfterKill(0, { ...retry, edit: { credential: 'perItem' } }, []),
-			]);
-		},
-	);
+	// more under a cap of 24. Decided by the README's sentence (not the code): a retry whose
+	// credential was switched after the stop finds nothing the stopped attempt sent, and counts
+	// anew; the cap rule counts earlier attempts under the same credential setting.
+	it("6. Max Credits per Execution across a kill and a credential switched to the rows' accounts", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				spec([['p0/B', 'p1/B', 'k0/B']], { maxPerExecution: 24, onError: 'errorOutput' }),
+				[],
+				killAfterCharge(1),
+			),
+			new RetryAfterKill(0, { ...retry, edit: { credential: 'perItem' } }, []),
+		]);
+	});
 
 	// Promise 2: a key claimed and sent by a run not ended (its send held before the service) is
 	// open: another execution reports it `interrupted_send`, not `idempotency_key_used` / `not_sent`
@@ -494,20 +493,243 @@ describe('found on 5ae8027 by the generator (seed 49, shrunk by fast-check)', ()
 describe('found on 8ec2504 by the generator (seed 49, history 125)', () => {
 	// Promise 7 (every charge label true): the user's Stop once k0's claim was written (store call 4
 	// at 8ec2504), before its send: k0 is reported `cancelled` / `may_have_been_charged`, though no
-	// request left for it (a Stop is no kill: the node knows it did not send).
+	// request left for it (a Stop is no kill: the node knows it did not send). Passes since the
+	// transport says a request stopped before it left is not_sent.
+	it("7. the user's Stop between a claim and its send: not reported may_have_been_charged", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				spec([['k0/B', 'p1/A', 'k3/A']], {
+					tries: 2,
+					onError: 'errorOutput',
+					resend: true,
+					maxPerExecution: 24,
+				}),
+				[],
+				{ kind: 'stop', at: 4 },
+			),
+		]);
+	});
+});
+
+describe('found by seed 49 at 8ec2504 and after (open: each breaks a promise today)', () => {
+	// refused, never sent: k2 on B in execution #22 (retryExecution of #20) reported interrupted_send (may_have_been_charged) with no request for it that the service did not refuse (1 > 0 in all the kills' windows allow)
 	it.failing(
-		"7. the user's Stop between a claim and its send: not reported may_have_been_charged",
+		"7. a keyed row moved to another account by the retry's credential is reported interrupted_send though its key never left on that account",
 		async () => {
 			await runHistory(emulator, 'real', [
 				new NewExecution(
-					spec([['k0/B', 'p1/A', 'k3/A']], {
-						tries: 2,
-						onError: 'errorOutput',
-						resend: true,
+					{
+						concurrency: 1,
+						tries: 3,
+						onError: 'stop',
+						resend: false,
+						legacyClear: false,
+						download: false,
 						maxPerExecution: 24,
-					}),
+						maxPerItem: 0,
+						credential: 'fixed',
+						asTool: false,
+						runs: [
+							[{ product: 'k2', account: 'B' }],
+							[
+								{ product: 'p1', account: 'A' },
+								{ product: 'p1', account: 'A' },
+							],
+							[
+								{ product: 'p0', account: 'B' },
+								{ product: 'k0', account: 'A' },
+							],
+						],
+					},
+					[{ product: 'k0', kind: 'resetAfter', skip: 1 }],
+					{ kind: 'kill', at: 13 },
+				),
+				new RetryAfterKill(
+					0,
+					{
+						reorder: false,
+						crashRecovered: false,
+						repeatCall: false,
+						edit: { resend: false, legacyClear: false },
+						aim: true,
+					},
+					[
+						{ product: 'p0', kind: 'credits402', skip: 0 },
+						{ product: 'k1', kind: 'timeoutAfter', skip: 0 },
+					],
+					undefined,
+				),
+				new RetryExecution(
+					8,
+					{ legacyClear: true, credential: 'perItem', maxPerExecution: 0, onError: 'stop' },
+					[
+						{ product: 'k0', kind: 'credits402', skip: 1 },
+						{ product: 'p1', kind: 'refund500', skip: 0 },
+					],
+					{ kind: 'stopAt', route: 'generate', skip: 3, when: 'before' },
+				),
+			]);
+		},
+	);
+
+	// paid reported free: k0 on B in execution #136 (retryAfterKill of #135) reported idempotency_key_used/not_sent; its key's turn t_9bf8f1e3a7dca675 was paid by a node run n8n killed before it ended, delivered nowhere and reported to no one (the key is open: may_have_been_charged)
+	it.failing(
+		'2. a key paid in a node run killed before it ended, its twin in a later batch of the retry: reported idempotency_key_used / not_sent',
+		async () => {
+			await runHistory(emulator, 'scaled', [
+				new NewExecution(
+					{
+						concurrency: 1,
+						tries: 2,
+						onError: 'continue',
+						resend: false,
+						legacyClear: false,
+						download: true,
+						maxPerExecution: 36,
+						maxPerItem: 0,
+						credential: 'perItem',
+						asTool: false,
+						runs: [
+							[
+								{ product: 'k0', account: 'A' },
+								{ product: 'k0', account: 'B' },
+								{ product: 'p1', account: 'A' },
+							],
+							[
+								{ product: 'k2', account: 'B' },
+								{ product: 'k0', account: 'B' },
+							],
+						],
+					},
+					[{ product: 'k0', kind: 'resetAfter', skip: 0 }],
+					{ kind: 'killAt', route: 'file', skip: 2, when: 'after' },
+				),
+				new RetryAfterKill(
+					0,
+					{ reorder: false, crashRecovered: false, repeatCall: false, edit: { resend: false } },
 					[],
-					{ kind: 'stop', at: 4 },
+					undefined,
+				),
+			]);
+		},
+	);
+
+	// refused for a key never paid: k1 on A in execution #259 (new of #259) reported idempotency_key_used, no paid turn of k1 on A
+	it.failing(
+		'2. a key refused idempotency_key_used on A though never paid on A (a tool call held beside another run)',
+		async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(
+					{
+						concurrency: 8,
+						tries: 2,
+						onError: 'stop',
+						resend: true,
+						legacyClear: false,
+						download: true,
+						maxPerExecution: 0,
+						maxPerItem: 0,
+						credential: 'perItem',
+						asTool: false,
+						runs: [
+							[
+								{ product: 'p0', account: 'A' },
+								{ product: 'p0', account: 'B' },
+								{ product: 'p1', account: 'A' },
+							],
+							[
+								{ product: 'k0', account: 'A' },
+								{ product: 'p1', account: 'B' },
+								{ product: 'p1', account: 'A' },
+							],
+						],
+					},
+					[],
+					{ kind: 'stopAt', route: 'generate', skip: 3, when: 'after' },
+				),
+				new NewExecution(
+					{
+						concurrency: 8,
+						tries: 2,
+						onError: 'stop',
+						resend: false,
+						legacyClear: false,
+						download: true,
+						maxPerExecution: 0,
+						maxPerItem: 0,
+						credential: 'perItem',
+						asTool: false,
+						runs: [
+							[
+								{ product: 'p0', account: 'A' },
+								{ product: 'p0', account: 'B' },
+								{ product: 'p1', account: 'A' },
+							],
+							[
+								{ product: 'k0', account: 'A' },
+								{ product: 'p1', account: 'B' },
+								{ product: 'p1', account: 'A' },
+							],
+						],
+					},
+					[],
+					undefined,
+				),
+				new RetryExecution(
+					0,
+					{ resend: true },
+					[{ product: 'p1', kind: 'credits402', skip: 0 }],
+					undefined,
+				),
+				new RetryExecution(0, { resend: true }, [], undefined),
+				new NewExecution(
+					{
+						concurrency: 1,
+						tries: 2,
+						onError: 'continue',
+						resend: true,
+						legacyClear: false,
+						download: true,
+						maxPerExecution: 0,
+						maxPerItem: 0,
+						credential: 'perItem',
+						asTool: true,
+						runs: [
+							[{ product: 'p0', account: 'A' }],
+							[{ product: 'k1', account: 'A' }],
+							[{ product: 'k1', account: 'A' }],
+						],
+					},
+					[],
+					{
+						kind: 'hold',
+						product: 'k1',
+						other: {
+							concurrency: 8,
+							tries: 3,
+							onError: 'continue',
+							resend: false,
+							legacyClear: false,
+							download: true,
+							maxPerExecution: 36,
+							maxPerItem: 0,
+							credential: 'fixed',
+							asTool: false,
+							runs: [
+								[
+									{ product: 'p1', account: 'A' },
+									{ product: 'k1', account: 'A' },
+									{ product: 'p0', account: 'A' },
+									{ product: 'k2', account: 'A' },
+								],
+								[
+									{ product: 'k1', account: 'A' },
+									{ product: 'k1', account: 'B' },
+									{ product: 'k1', account: 'B' },
+								],
+							],
+						},
+					},
 				),
 			]);
 		},
