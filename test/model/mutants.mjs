@@ -155,6 +155,7 @@ function check(folder, seed) {
 			encoding: 'utf8',
 			env: {
 				...process.env,
+				MODEL_SEARCH: '1', // jest.soak.config.js leaves the search out otherwise
 				MODEL_SEED: String(seed),
 				MODEL_TALLY: '1',
 				MODEL_TALLY_FULL: '1',
