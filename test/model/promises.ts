@@ -351,7 +351,9 @@ export function broken(world: World): string[] {
 							? // Its key on its account, by any execution, at any time: a key claimed by a run
 								// not ended (another process between its claim and its send) is open.
 								parsePrompt(request.prompt).product === row.product &&
-								(request.account === account || request.account === undefined)
+								(request.account === account ||
+									request.account === undefined ||
+									report.code === 'other_key')
 							: request.seq <= attempt.window.toSeq &&
 								request.prompt === prompt &&
 								(request.account === account ||

@@ -145,6 +145,16 @@ describe('verdict', () => {
 		],
 		['uncertain, a retried execution', { memo: uncertain('e0') }, 'not sent: reported (retry)'],
 		[
+			'uncertain under another key (the credential changed since): other_key, nothing proves the account',
+			{ memo: uncertain('e0'), fingerprint: 'f2' },
+			'not sent: other_key',
+		],
+		[
+			'…a retry of the execution that reported it, Resend on',
+			{ memo: uncertain('e0'), fingerprint: 'f2', resendUncertain: true },
+			'claim again',
+		],
+		[
 			'uncertain, a retry with Resend on',
 			{ memo: uncertain('e0'), resendUncertain: true },
 			'claim again',

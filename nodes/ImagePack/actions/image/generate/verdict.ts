@@ -108,10 +108,16 @@ function fromMemory(facts: Facts): Verdict {
 		return notSent({ code: 'other_key', reason: facts.proof.reason });
 	}
 	if (memo.kind === 'uncertain') {
-		if (sameExecution || !facts.resendUncertain) {
-			return notSent({ code: 'reported', memo, by: sameExecution ? 'try' : 'retry' });
+		if (!sameExecution && facts.resendUncertain) return { kind: 'claim', claim: 'again' };
+		// Sent under another key with no clear answer: this account may never have been asked, or
+		// may have paid (a new key of the same account); nothing proves which.
+		if (memo.fingerprint && memo.fingerprint !== facts.fingerprint) {
+			return notSent({
+				code: 'other_key',
+				reason: 'that try got no clear answer, so there is no file to ask the account about',
+			});
 		}
-		return { kind: 'claim', claim: 'again' };
+		return notSent({ code: 'reported', memo, by: sameExecution ? 'try' : 'retry' });
 	}
 	if (!sameExecution) return { kind: 'claim', claim: 'again' };
 	if (rule(memo.failure.code).retryOnFail) return { kind: 'claim', claim: 'try' };
