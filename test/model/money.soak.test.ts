@@ -4,13 +4,13 @@
  * caps, downloads, agent calls, store and service faults, run for real and checked after every
  * command (history.ts, promises.ts). A failure prints the shrunk history as a test (`Replay:`).
  *
- * `npm run test:soak` runs two seeds, each MODEL_RUNS histories (250) or MODEL_MINUTES (2.5),
+ * `npm run test:money` runs two seeds, each MODEL_RUNS histories (250) or MODEL_MINUTES (2.5),
  * whichever comes first: the regression seed 49, and a fresh seed derived from the commit
  * (`git rev-parse HEAD`), printed, so that each commit searches somewhere new and a failure
  * replays:
  *
- *   MODEL_SEED=<seed> npm run test:soak -- test/model/money      # that seed alone
- *   MODEL_RUNS=2000 MODEL_MINUTES=120 MODEL_SEED=… npm run test:soak -- test/model/money   # a long one
+ *   MODEL_SEED=<seed> npm run test:money      # that seed alone
+ *   MODEL_RUNS=2000 MODEL_MINUTES=120 MODEL_SEED=… npm run test:money   # a long one
  *
  * MODEL_WITHOUT=stop,tool,… leaves features out, to look past a break already found (history.ts).
  */
@@ -54,9 +54,7 @@ describe.each(SEEDS)('seed %i', (seed) => {
 	it(
 		`${RUNS} random histories keep the money path's promises (seed ${seed})`,
 		async () => {
-			console.log(
-				`seed ${seed} (replay: MODEL_SEED=${seed} npm run test:soak -- test/model/money)`,
-			);
+			console.log(`seed ${seed} (replay: MODEL_SEED=${seed} npm run test:money)`);
 			const started = Date.now();
 			let histories = 0;
 			let firstBreak: { histories: number; ms: number } | undefined;
