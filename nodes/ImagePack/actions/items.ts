@@ -116,7 +116,8 @@ export function asNodeError(
  * n8n does); output in input order. Under Continue On Fail a failing item becomes an error item and
  * the others go on, and the items may be taken up in another `order` (a permutation of the indexes);
  * otherwise the first failure stops the node (work in flight finishes), in input order. After a Stop
- * no item starts that `stoppable` says may send (Generate's paid items finish, or are reported).
+ * no item starts, unless the caller checks it itself (`stopBetweenItems` off: Generate, whose paid
+ * items finish or are reported).
  */
 export async function eachItem(
 	ctx: IExecuteFunctions,
@@ -124,14 +125,14 @@ export async function eachItem(
 	work: (itemIndex: number) => Promise<INodeExecutionData[]>,
 	concurrency = 1,
 	order?: readonly number[],
-	stoppable: (itemIndex: number) => boolean = () => true,
+	stopBetweenItems = true,
 ): Promise<INodeExecutionData[]> {
 	const continueOnFail = ctx.continueOnFail();
 	const outputs = await mapWithConcurrency(
 		items,
 		concurrency,
 		async (_item, itemIndex) => {
-			if (stoppable(itemIndex)) throwIfStopped(ctx, itemIndex);
+			if (stopBetweenItems) throwIfStopped(ctx, itemIndex);
 			try {
 				return await work(itemIndex);
 			} catch (error) {

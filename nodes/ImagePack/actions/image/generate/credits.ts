@@ -99,6 +99,11 @@ export class ExecutionLedger {
 		return true;
 	}
 
+	/** Counts what may have been spent, whatever the cap (an earlier attempt's send). */
+	add(credits: number): void {
+		this.context[LEDGER_KEY] = this.spent + credits;
+	}
+
 	/** Replaces a reservation by what was actually charged (0 when the service charged nothing). */
 	settle(estimate: number, charged: number): void {
 		this.context[LEDGER_KEY] = Math.max(0, this.spent - estimate + charged);
@@ -187,8 +192,7 @@ export function countUncertain(
 	caps: Record<'maxCreditsPerExecution' | 'maxCreditsPerHour', number>,
 ): void {
 	if (caps.maxCreditsPerHour > 0) hourly.add(nodeName(ctx), estimate);
-	const ledger = new ExecutionLedger(contextData(ctx, 'flow'));
-	ledger.settle(0, estimate);
+	new ExecutionLedger(contextData(ctx, 'flow')).add(estimate);
 }
 
 /** The execution's cap as the item's output shows it, when one is set. */

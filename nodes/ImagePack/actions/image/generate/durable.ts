@@ -136,6 +136,10 @@ function release(value: string, execution: string): void {
 	}
 }
 
+// Values delivered items let go and not yet taken out (`flush`), by node: a held generation is
+// collected by a later node run than the one that claimed it.
+const releasing = new Map<string, Record<Scope, string[]>>();
+
 // Paid sends settled in this process and not yet moved to their node's row, by node.
 const toMove = new Map<string, string[]>();
 
@@ -156,6 +160,7 @@ const OPENED_KEPT = 10_000;
 export function forgetProcessRecords(): void {
 	forgetAgentCalls();
 	toMove.clear();
+	releasing.clear();
 	openedHere.clear();
 	leftByAsking.clear();
 	inFlight.clear();
@@ -186,8 +191,11 @@ export interface Claimed {
 	 * stop counting as in flight either way. True when a refusal's values could not be taken out.
 	 */
 	settle(outcome: Settled): Promise<boolean>;
-	/** The caller has the answer: a tool call's windows go (the Idempotency Key stays used). */
-	answered(): Promise<void>;
+	/**
+	 * The caller has the answer: the key's open mark and a tool call's windows are queued to go (the
+	 * Idempotency Key stays used), taken out by the next `flush`.
+	 */
+	answered(): void;
 }
 
 export class DurableRecord {
@@ -360,16 +368,15 @@ export class DurableRecord {
 				await this.move([...sends.filter((value) => !inRow(value)), ...leftBefore]);
 				return false;
 			},
-			answered: async () => {
+			answered: () => {
 				if (answered) return;
 				answered = true;
 				letGo(held);
 				// The key is used, no longer open; a window another call recorded before stays: that
 				// call may still need it.
-				await this.forget(open.filter((value) => !inFlight.has(value)));
-				await this.forget(
-					windows.filter((value) => !found.has(value) && !inFlight.has(value)),
-					'node',
+				this.release(open.filter((value) => !inFlight.has(value)));
+				this.queued().node.push(
+					...windows.filter((value) => !found.has(value) && !inFlight.has(value)),
 				);
 			},
 		};
@@ -399,9 +406,23 @@ export class DurableRecord {
 		await this.forget(group);
 	}
 
-	/** Takes a delivered item's open key out (a replay of what an earlier attempt paid). */
-	async release(values: string[]): Promise<void> {
-		await this.forget(values);
+	/** Queues a delivered item's open key to go (a replay of what an earlier attempt paid). */
+	release(values: string[]): void {
+		this.queued().workflow.push(...values);
+	}
+
+	private queued(): Record<Scope, string[]> {
+		const queue = releasing.get(this.node) ?? { node: [], workflow: [] };
+		releasing.set(this.node, queue);
+		return queue;
+	}
+
+	/** Takes out what delivered items of the node queued (`answered`, `release`): one call per row. */
+	async flush(): Promise<void> {
+		const queue = releasing.get(this.node);
+		releasing.delete(this.node);
+		await this.forget(queue?.workflow ?? []);
+		await this.forget(queue?.node ?? [], 'node');
 	}
 
 	/**

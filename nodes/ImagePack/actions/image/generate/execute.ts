@@ -182,7 +182,7 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 		await settle(run, item, { kind: 'generated', answer }, claimed);
 		// Delivered now: a key an earlier attempt left open is used.
 		const keyOpen = item.identity.keyOpen ? [item.identity.keyOpen] : [];
-		return { answer, answered: async () => await run.durable.release(keyOpen), replayed: true };
+		return { answer, answered: async () => run.durable.release(keyOpen), replayed: true };
 	}
 	if (decided.kind === 'notSent') {
 		await settle(run, item, { kind: 'not sent' }, claimed);
@@ -215,7 +215,7 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 			call,
 		);
 		await settle(run, item, { kind: 'generated', answer }, claimed, credits);
-		return { answer, answered: async () => await claimed?.answered() };
+		return { answer, answered: async () => claimed?.answered() };
 	} catch (caught) {
 		const error = sendFailure(run, item, caught);
 		const facts = errorFacts(error);
@@ -305,7 +305,10 @@ async function generateItem(run: Run, item: Item): Promise<Answered> {
 			const running = [{ json: answer.running, pairedItem: { item: item.itemIndex } }];
 			return { paid: undefined, finish: async () => running }; // not paid for yet
 		}
-		return paidFinish(run, item, answer.answer, answer.collect);
+		return paidFinish(run, item, answer.answer, async () => {
+			await answer.collect();
+			await run.durable.flush();
+		});
 	}
 	const { answer, answered, replayed } = await paidAnswer(run, item);
 	if (replayed) run.replayed.push(item.itemIndex);
@@ -331,7 +334,7 @@ async function finishLater(
 		},
 		1,
 		undefined,
-		() => false,
+		false,
 	);
 }
 
@@ -487,7 +490,7 @@ export async function execute(
 			},
 			lanes,
 			order,
-			() => false, // checked above, per item
+			false, // checked above, per item
 		);
 		if (notSent.length) throw notSentNamed(this, notSent);
 		hintReplayed(this, run.replayed);
@@ -504,5 +507,6 @@ export async function execute(
 	} finally {
 		// The run ends: its paid keys are used, no longer open (a stop before here leaves them open).
 		for (const answered of run.delivered) await answered();
+		await run.durable.flush();
 	}
 }
