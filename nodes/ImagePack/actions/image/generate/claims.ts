@@ -25,6 +25,11 @@ export interface ClaimRun {
 	 * under the trigger's items (identity.ts `witness`) counts as sent (recall.ts `cutOff`).
 	 */
 	cutOff: boolean;
+	/**
+	 * Keys this execution's memory holds as generated (returned again by their rows): a twin row
+	 * that finds one open finds it used by this execution, not left open by another.
+	 */
+	paidKeys: Set<string>;
 }
 
 /** What a claim needs of the item (execute.ts `Item`). */
@@ -107,7 +112,11 @@ export async function claimSend(
 	const recorded: Recorded = {
 		sent: found(send) || windows.some(found) || (run.cutOff && found(witness)),
 		again: found(again),
-		key: !found(identity.key) ? 'unused' : found(identity.keyOpen) ? 'open' : 'used',
+		key: !found(identity.key)
+			? 'unused'
+			: found(identity.keyOpen) && !run.paidKeys.has(identity.key)
+				? 'open'
+				: 'used',
 	};
 	return [claimed, recorded];
 }

@@ -193,9 +193,10 @@ export interface Claimed {
 	settle(outcome: Settled): Promise<boolean>;
 	/**
 	 * The caller has the answer: the key's open mark and a tool call's windows are queued to go (the
-	 * Idempotency Key stays used), taken out by the next `flush`.
+	 * Idempotency Key stays used), taken out by the next `flush`. Not `delivered` (n8n dropped the
+	 * node run's output): they stay, only this process stops holding them.
 	 */
-	answered(): void;
+	answered(delivered?: boolean): void;
 }
 
 export class DurableRecord {
@@ -330,15 +331,16 @@ export class DurableRecord {
 			...windows.filter((value) => atNode.has(value)),
 		];
 		// A window or a shared send that a claim of this process still holds is no interrupted one
-		// (an identical call at the same moment), nor is a key open by this execution (a twin row:
+		// (an identical call at the same moment), nor is a key this execution opened (a twin row:
 		// the key is used); none is let go by another claim's refusal. A key open by another
-		// execution is open: its generation may be charged and not delivered here.
+		// execution is open: its generation may be charged and not delivered here, and this
+		// execution's twins of the row find it so too (it is not held here).
 		const open = key.filter((value) => kindOf(value) === 'open');
-		const held = [...windows, ...shared, ...open];
 		const execution = this.execution;
 		const heldHere = (value: string) =>
 			inFlight.has(kindOf(value) === 'open' ? heldBy(execution, value) : value);
 		const found = new Set(before.filter((value) => !heldHere(value)));
+		const held = [...windows, ...shared, ...open.filter((value) => !found.has(value))];
 		for (const value of held) hold(value, execution);
 		for (const value of sends) leftByAsking.get(this.node)?.delete(value);
 		const fresh = (values: string[], row: (value: string) => boolean) =>
@@ -368,10 +370,11 @@ export class DurableRecord {
 				await this.move([...sends.filter((value) => !inRow(value)), ...leftBefore]);
 				return false;
 			},
-			answered: () => {
+			answered: (delivered = true) => {
 				if (answered) return;
 				answered = true;
 				letGo(held);
+				if (!delivered) return;
 				// The key is used, no longer open; a window another call recorded before stays: that
 				// call may still need it.
 				this.release(open.filter((value) => !inFlight.has(value)));

@@ -33,7 +33,7 @@ import {
 	outputOf,
 } from './output';
 import { type ItemPlan, type ItemRun, planItem } from './plan';
-import { cutOff, identities, openMemory } from './recall';
+import { cutOff, identities, openMemory, triedAgain } from './recall';
 import type { Memo, Outcome, StoredFailure } from './stores';
 import {
 	type Facts,
@@ -49,8 +49,10 @@ interface Run extends ClaimRun {
 	asTool: boolean;
 	/** Items answered from the memory instead of being sent. */
 	replayed: number[];
-	/** Paid items' keys and windows, let go once the run ends with their answers (durable.ts). */
-	delivered: Array<() => Promise<void>>;
+	/** Paid items' keys and windows, let go once the run ends with their answers (`delivered`). */
+	delivered: Array<(delivered: boolean) => Promise<void>>;
+	/** The run ended with its output, which n8n keeps (`delivered`). */
+	handedOver: boolean;
 	/** Errors of items the verdict did not send that may have been charged before (a Resend's). */
 	notSent: Set<unknown>;
 }
@@ -182,7 +184,11 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 		await settle(run, item, { kind: 'generated', answer }, claimed);
 		// Delivered now: a key an earlier attempt left open is used.
 		const keyOpen = item.identity.keyOpen ? [item.identity.keyOpen] : [];
-		return { answer, answered: async () => run.durable.release(keyOpen), replayed: true };
+		return {
+			answer,
+			answered: async (delivered = true) => (delivered ? run.durable.release(keyOpen) : undefined),
+			replayed: true,
+		};
 	}
 	if (decided.kind === 'notSent') {
 		await settle(run, item, { kind: 'not sent' }, claimed);
@@ -215,7 +221,7 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 			call,
 		);
 		await settle(run, item, { kind: 'generated', answer }, claimed, credits);
-		return { answer, answered: async () => claimed?.answered() };
+		return { answer, answered: async (delivered) => claimed?.answered(delivered) };
 	} catch (caught) {
 		const error = sendFailure(run, item, caught);
 		const facts = errorFacts(error);
@@ -417,9 +423,11 @@ export async function execute(
 		durable: new DurableRecord(this),
 		replayed: [],
 		delivered: [],
+		handedOver: false,
 		notSent: new Set(),
 		claims: 0,
 		cutOff: false,
+		paidKeys: new Set(),
 	};
 	run.cutOff = !asTool && cutOff(this, run.memory);
 	const known = identities(this, run.memory, plans, connections);
@@ -431,6 +439,9 @@ export async function execute(
 		const connection = connections[itemIndex]!;
 		return { ctx: this, connection, asTool, itemIndex, plan, ...known[itemIndex]!, record };
 	});
+	for (const item of runItems) {
+		if (item?.identity.key && item.memo?.kind === 'generated') run.paidKeys.add(item.identity.key);
+	}
 	const first = plans.find((plan): plan is ItemPlan => !(plan instanceof Error));
 	const lanes = first?.options.concurrency ?? 1;
 	// The ledger's rows counted once per execution: a run that finds one full says so.
@@ -495,18 +506,28 @@ export async function execute(
 		if (notSent.length) throw notSentNamed(this, notSent);
 		hintReplayed(this, run.replayed);
 		if (run.claims) addHints(this, DurableRecord.full(rows, keyed));
-		return later ? await finishLater(this, items, output, later) : output;
+		return delivered(run, later ? await finishLater(this, items, output, later) : output);
 	} catch (error) {
 		// Stopped between items with paid ones waiting for their downloads: they are returned, the
 		// rest was never started (a request the Stop cut is thrown: it may have been charged).
 		const { code, charge } = errorFacts(error);
 		if (later?.size && code === 'cancelled' && charge === 'not_sent') {
-			return await finishLater(this, items, [], later);
+			return delivered(run, await finishLater(this, items, [], later));
 		}
 		throw withPaidNote(this, notSent.length ? notSentNamed(this, notSent, error) : error, paid);
 	} finally {
-		// The run ends: its paid keys are used, no longer open (a stop before here leaves them open).
-		for (const answered of run.delivered) await answered();
+		for (const answered of run.delivered) await answered(run.handedOver);
 		await run.durable.flush();
 	}
+}
+
+/**
+ * The run ends with its output: its paid keys are used, no longer open (in `finally`). A run that
+ * throws, or whose output n8n drops to try again, hands nothing over: they stay open, the next try
+ * or a retry returns them from the execution's memory and lets them go, any other execution reports
+ * them `interrupted_send`.
+ */
+function delivered(run: Run, output: INodeExecutionData[]): INodeExecutionData[] {
+	run.handedOver = run.asTool || !triedAgain(run.ctx, run.memory, output);
+	return output;
 }

@@ -17,7 +17,8 @@ import { failureKind } from './verdict';
 /** A sent generation's answer, and how to tell the record that the caller has it. */
 export interface Paid {
 	answer: Generated;
-	answered: () => Promise<void>;
+	/** The caller has it (`delivered`), or the node run ended without handing it over (durable.ts). */
+	answered: (delivered?: boolean) => Promise<void>;
 }
 
 // Module-level on purpose: held generations outlive a call.

@@ -3,7 +3,7 @@
  * (stores.ts `RunMemory`, in n8n's context data) and, once per node run, each item's identity
  * (identity.ts) with the record the memory holds for it, if it is this item's.
  */
-import type { IExecuteFunctions } from 'n8n-workflow';
+import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
 import type { Connection } from '../../../transport';
 import { contextData, isToolExecution } from '../../tool';
@@ -84,8 +84,25 @@ export function cutOff(ctx: IExecuteFunctions, memory: RunMemory): boolean {
 			cut = true; // cannot tell: the safe side
 		}
 	}
-	memory.started = { execution: executionId, run: runIndex, cutOff: cut };
+	const again = started?.execution === executionId && started.run === runIndex;
+	const tries = again ? (started.tries ?? 1) + 1 : 1;
+	memory.started = { execution: executionId, run: runIndex, cutOff: cut, tries };
 	return cut;
+}
+
+/**
+ * Whether n8n runs the node again and drops this output: Retry On Fail has a try left, and the first
+ * item is an error item (n8n-core's WorkflowExecute does so under either Continue setting).
+ */
+export function triedAgain(
+	ctx: IExecuteFunctions,
+	memory: RunMemory,
+	output: INodeExecutionData[],
+): boolean {
+	const { retryOnFail, maxTries } = ctx.getNode();
+	if (!retryOnFail || output[0]?.json?.error === undefined) return false;
+	const tries = Math.min(5, Math.max(2, maxTries || 3));
+	return (memory.started?.tries ?? 1) < tries;
 }
 
 /**

@@ -43,6 +43,8 @@ export interface Started {
 	run: number;
 	/** The execution retries a run n8n stopped while this node ran (recall.ts `cutOff`). */
 	cutOff: boolean;
+	/** Retry On Fail's tries of this run so far, this one included. */
+	tries?: number;
 }
 
 /** The counts before and after the run `run` of the node (and its AI Agent 3.x `calls`). */
