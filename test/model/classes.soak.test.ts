@@ -570,167 +570,249 @@ describe('found by seed 49 at 8ec2504 and after', () => {
 	// paid reported free (fixed at 6443455's successor): k0/B paid in try 1, whose output n8n dropped
 	// to try again (Retry On Fail, the first item an error item under Continue); its open mark was
 	// taken out at the end of try 1 and try 2 was killed: the retry reported the key used and free.
-	it(
-		'2. a key paid in a try whose output n8n dropped, the next try killed: the retry reports it open, not idempotency_key_used / not_sent',
-		async () => {
-			await runHistory(emulator, 'scaled', [
-				new NewExecution(
-					{
-						concurrency: 1,
-						tries: 2,
+	it('2. a key paid in a try whose output n8n dropped, the next try killed: the retry reports it open, not idempotency_key_used / not_sent', async () => {
+		await runHistory(emulator, 'scaled', [
+			new NewExecution(
+				{
+					concurrency: 1,
+					tries: 2,
+					onError: 'continue',
+					resend: false,
+					legacyClear: false,
+					download: true,
+					maxPerExecution: 36,
+					maxPerItem: 0,
+					credential: 'perItem',
+					asTool: false,
+					runs: [
+						[
+							{ product: 'k0', account: 'A' },
+							{ product: 'k0', account: 'B' },
+							{ product: 'p1', account: 'A' },
+						],
+						[
+							{ product: 'k2', account: 'B' },
+							{ product: 'k0', account: 'B' },
+						],
+					],
+				},
+				[{ product: 'k0', kind: 'resetAfter', skip: 0 }],
+				{ kind: 'killAt', route: 'file', skip: 2, when: 'after' },
+			),
+			new RetryAfterKill(
+				0,
+				{ reorder: false, crashRecovered: false, repeatCall: false, edit: { resend: false } },
+				[],
+				undefined,
+			),
+		]);
+	});
+
+	// refused for a key never paid (fixed at 6443455's successor): k1 on A open in a held tool call;
+	// another execution's three k1 rows claimed at once, the first found it open and held it, so its
+	// twins took it for their own and reported it used.
+	it('2. a key open in a held tool call, three rows of it in another execution: each reported open (interrupted_send), none idempotency_key_used', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				{
+					concurrency: 8,
+					tries: 2,
+					onError: 'stop',
+					resend: true,
+					legacyClear: false,
+					download: true,
+					maxPerExecution: 0,
+					maxPerItem: 0,
+					credential: 'perItem',
+					asTool: false,
+					runs: [
+						[
+							{ product: 'p0', account: 'A' },
+							{ product: 'p0', account: 'B' },
+							{ product: 'p1', account: 'A' },
+						],
+						[
+							{ product: 'k0', account: 'A' },
+							{ product: 'p1', account: 'B' },
+							{ product: 'p1', account: 'A' },
+						],
+					],
+				},
+				[],
+				{ kind: 'stopAt', route: 'generate', skip: 3, when: 'after' },
+			),
+			new NewExecution(
+				{
+					concurrency: 8,
+					tries: 2,
+					onError: 'stop',
+					resend: false,
+					legacyClear: false,
+					download: true,
+					maxPerExecution: 0,
+					maxPerItem: 0,
+					credential: 'perItem',
+					asTool: false,
+					runs: [
+						[
+							{ product: 'p0', account: 'A' },
+							{ product: 'p0', account: 'B' },
+							{ product: 'p1', account: 'A' },
+						],
+						[
+							{ product: 'k0', account: 'A' },
+							{ product: 'p1', account: 'B' },
+							{ product: 'p1', account: 'A' },
+						],
+					],
+				},
+				[],
+				undefined,
+			),
+			new RetryExecution(
+				0,
+				{ resend: true },
+				[{ product: 'p1', kind: 'credits402', skip: 0 }],
+				undefined,
+			),
+			new RetryExecution(0, { resend: true }, [], undefined),
+			new NewExecution(
+				{
+					concurrency: 1,
+					tries: 2,
+					onError: 'continue',
+					resend: true,
+					legacyClear: false,
+					download: true,
+					maxPerExecution: 0,
+					maxPerItem: 0,
+					credential: 'perItem',
+					asTool: true,
+					runs: [
+						[{ product: 'p0', account: 'A' }],
+						[{ product: 'k1', account: 'A' }],
+						[{ product: 'k1', account: 'A' }],
+					],
+				},
+				[],
+				{
+					kind: 'hold',
+					product: 'k1',
+					other: {
+						concurrency: 8,
+						tries: 3,
 						onError: 'continue',
 						resend: false,
 						legacyClear: false,
 						download: true,
 						maxPerExecution: 36,
 						maxPerItem: 0,
-						credential: 'perItem',
+						credential: 'fixed',
 						asTool: false,
 						runs: [
 							[
-								{ product: 'k0', account: 'A' },
-								{ product: 'k0', account: 'B' },
 								{ product: 'p1', account: 'A' },
+								{ product: 'k1', account: 'A' },
+								{ product: 'p0', account: 'A' },
+								{ product: 'k2', account: 'A' },
 							],
 							[
-								{ product: 'k2', account: 'B' },
-								{ product: 'k0', account: 'B' },
+								{ product: 'k1', account: 'A' },
+								{ product: 'k1', account: 'B' },
+								{ product: 'k1', account: 'B' },
 							],
 						],
 					},
-					[{ product: 'k0', kind: 'resetAfter', skip: 0 }],
-					{ kind: 'killAt', route: 'file', skip: 2, when: 'after' },
-				),
-				new RetryAfterKill(
-					0,
-					{ reorder: false, crashRecovered: false, repeatCall: false, edit: { resend: false } },
-					[],
-					undefined,
-				),
-			]);
-		},
-	);
+				},
+			),
+		]);
+	});
+});
 
-	// refused for a key never paid (fixed at 6443455's successor): k1 on A open in a held tool call;
-	// another execution's three k1 rows claimed at once, the first found it open and held it, so its
-	// twins took it for their own and reported it used.
-	it(
-		'2. a key open in a held tool call, three rows of it in another execution: each reported open (interrupted_send), none idempotency_key_used',
-		async () => {
-			await runHistory(emulator, 'real', [
-				new NewExecution(
-					{
-						concurrency: 8,
-						tries: 2,
-						onError: 'stop',
-						resend: true,
-						legacyClear: false,
-						download: true,
-						maxPerExecution: 0,
-						maxPerItem: 0,
-						credential: 'perItem',
-						asTool: false,
-						runs: [
-							[
-								{ product: 'p0', account: 'A' },
-								{ product: 'p0', account: 'B' },
-								{ product: 'p1', account: 'A' },
-							],
-							[
-								{ product: 'k0', account: 'A' },
-								{ product: 'p1', account: 'B' },
-								{ product: 'p1', account: 'A' },
-							],
-						],
-					},
-					[],
-					{ kind: 'stopAt', route: 'generate', skip: 3, when: 'after' },
+describe('found at 6443455 by the commit seed 222602566 and seed 1002 (fixed since)', () => {
+	// cap passed: two retries of one stopped execution with Resend: the second counted neither the
+	// first's resend (reported interrupted_send by 'resend') nor its key (open, by 'key'), and sent more.
+	it('6. two retries of one stopped execution under Max Credits per Execution: the second counts what the first sent', async () => {
+		await runHistory(emulator, 'scaled', [
+			new NewExecution(
+				spec([['k0/A', 'k0/B', 'p1/A']], {
+					tries: 2,
+					download: false,
+					maxPerExecution: 36,
+					credential: 'perItem',
+					timeout1: true,
+				}),
+				[{ product: 'k0', kind: 'timeoutAfter', skip: 0 }],
+				{ kind: 'stopAt', route: 'generate', skip: 2, when: 'after' },
+			),
+			new RetryExecution(
+				0,
+				{ resend: true },
+				[{ product: 'p1', kind: 'credits402', skip: 0 }],
+				undefined,
+			),
+			new RetryExecution(0, { resend: true }, [], undefined),
+		]);
+	});
+
+	// cap passed, paid twice: the first retry's paid sends waited in this process's queue to move to
+	// the node's row; the second retry read that row, then the move took them out of the claims' row
+	// before its claims: they were found nowhere and sent again.
+	it('1. two retries of one killed execution in one process: the second finds what the first paid, moved or not', async () => {
+		await runHistory(emulator, 'scaled', [
+			new NewExecution(
+				spec([['p0/A', 'p1/A']], { maxPerExecution: 24, credential: 'perItem', resend: true }),
+				[],
+				killAfterCharge(1),
+			),
+			new RetryAfterKill(0, { ...retry, reorder: true, repeatCall: true }, [
+				{ product: 'p1', kind: 'credits402', skip: 1 },
+			]),
+			new RetryAfterKill(
+				0,
+				{ ...retry, crashRecovered: true, edit: { resend: false, onError: 'stop' } },
+				[
+					{ product: 'k0', kind: 'credits402', skip: 1 },
+					{ product: 'p0', kind: 'timeoutAfter', skip: 1 },
+				],
+				{
+					kind: 'pause',
+					at: 2,
+					other: spec([['k1/B', 'k1/B']], { tries: 3, maxPerItem: 11 }),
+				},
+			),
+		]);
+	});
+
+	it('6. a retry of a killed loop and a second retry of it, the cap lowered on the first: the family stays under the cap', async () => {
+		await runHistory(emulator, 'scaled', [
+			new NewExecution(
+				spec(
+					[
+						['p1/B', 'p1/B', 'p0/B', 'k0/B'],
+						['k0/A', 'k2/B', 'p1/B', 'k0/A'],
+						['p0/A', 'k1/B'],
+					],
+					{ tries: 2, maxPerExecution: 36, credential: 'perItem' },
 				),
-				new NewExecution(
-					{
-						concurrency: 8,
-						tries: 2,
-						onError: 'stop',
-						resend: false,
-						legacyClear: false,
-						download: true,
-						maxPerExecution: 0,
-						maxPerItem: 0,
-						credential: 'perItem',
-						asTool: false,
-						runs: [
-							[
-								{ product: 'p0', account: 'A' },
-								{ product: 'p0', account: 'B' },
-								{ product: 'p1', account: 'A' },
-							],
-							[
-								{ product: 'k0', account: 'A' },
-								{ product: 'p1', account: 'B' },
-								{ product: 'p1', account: 'A' },
-							],
-						],
-					},
-					[],
-					undefined,
-				),
-				new RetryExecution(
-					0,
-					{ resend: true },
-					[{ product: 'p1', kind: 'credits402', skip: 0 }],
-					undefined,
-				),
-				new RetryExecution(0, { resend: true }, [], undefined),
-				new NewExecution(
-					{
-						concurrency: 1,
-						tries: 2,
-						onError: 'continue',
-						resend: true,
-						legacyClear: false,
-						download: true,
-						maxPerExecution: 0,
-						maxPerItem: 0,
-						credential: 'perItem',
-						asTool: true,
-						runs: [
-							[{ product: 'p0', account: 'A' }],
-							[{ product: 'k1', account: 'A' }],
-							[{ product: 'k1', account: 'A' }],
-						],
-					},
-					[],
-					{
-						kind: 'hold',
-						product: 'k1',
-						other: {
-							concurrency: 8,
-							tries: 3,
-							onError: 'continue',
-							resend: false,
-							legacyClear: false,
-							download: true,
-							maxPerExecution: 36,
-							maxPerItem: 0,
-							credential: 'fixed',
-							asTool: false,
-							runs: [
-								[
-									{ product: 'p1', account: 'A' },
-									{ product: 'k1', account: 'A' },
-									{ product: 'p0', account: 'A' },
-									{ product: 'k2', account: 'A' },
-								],
-								[
-									{ product: 'k1', account: 'A' },
-									{ product: 'k1', account: 'B' },
-									{ product: 'k1', account: 'B' },
-								],
-							],
-						},
-					},
-				),
-			]);
-		},
-	);
+				[{ product: 'p1', kind: 'resetAfter', skip: 1 }],
+				{ kind: 'killBefore', at: 3 },
+			),
+			new RetryAfterKill(
+				0,
+				{
+					...retry,
+					reorder: true,
+					crashRecovered: true,
+					edit: { resend: true, maxPerExecution: 24 },
+					aim: true,
+				},
+				[{ product: 'p0', kind: 'resetAfter', skip: 1 }],
+			),
+			new RetryAfterKill(0, { ...retry, edit: { resend: true, onError: 'continue' }, aim: true }, [
+				{ product: 'k0', kind: 'credits402', skip: 0 },
+				{ product: 'k0', kind: 'resetAfter', skip: 0 },
+			]),
+		]);
+	});
 });

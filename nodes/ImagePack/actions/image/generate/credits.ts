@@ -183,8 +183,9 @@ export function reserveCredits(
 }
 
 /**
- * An item reported sent by an attempt n8n did not finish (its charge unknown, never saved in the
- * execution's ledger): counted at its estimate under both caps, so a cap holds across a kill.
+ * An item reported sent by another attempt (n8n stopped it, another retry of the same execution, the
+ * key's other run): its charge is unknown and in no ledger this execution counts, so its estimate
+ * counts under both caps: a cap holds across kills and retries.
  */
 export function countUncertain(
 	ctx: IExecuteFunctions,

@@ -256,6 +256,9 @@ export class DurableRecord {
 					return;
 				}
 			}
+			// Sends this process settled and has not moved yet go first: the read then finds them
+			// (another retry of the same execution may have sent them).
+			await this.move([], true);
 			const room = { ...options, maxEntries: options.maxEntries + values.length };
 			const left = leftByAsking.get(this.node) ?? new Set<string>();
 			this.moved = await inTurn(this.lines.node, async () => {
@@ -386,16 +389,15 @@ export class DurableRecord {
 	}
 
 	/**
-	 * Queues paid sends for the node's row; every `moveAt` of them are written there in one call,
-	 * then taken out of the claims' row in one more. A failure leaves them in the claims' row (still
-	 * found) and queued for the next group.
+	 * Queues paid sends for the node's row; every `moveAt` of them (all of them `now`) are written
+	 * there in one call, then taken out of the claims' row in one more. A failure leaves them in the
+	 * claims' row (still found) and queued for the next group.
 	 */
-	private async move(values: string[]): Promise<void> {
-		if (!values.length) return;
+	private async move(values: string[], now = false): Promise<void> {
 		const queue = toMove.get(this.node) ?? [];
 		toMove.set(this.node, queue);
 		queue.push(...values);
-		if (queue.length < RECORD_LIMITS.moveAt) return;
+		if (!queue.length || (queue.length < RECORD_LIMITS.moveAt && !now)) return;
 		const group = queue.splice(0);
 		try {
 			await this.call(

@@ -200,10 +200,14 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 		});
 		// Its own send by an attempt n8n did not finish, or another key's generation: from now on an
 		// uncertain send of this execution, so a try, or the same call again (an agent's repeat),
-		// reports it, a retry of it resends it on the user's word; the caps count its estimate.
+		// reports it, a retry of it resends it on the user's word.
 		if (ownUncertain(decided.why)) {
 			remember(run, item, { kind: 'uncertain', failure: errorFacts(error) });
-			if (!item.memo) countUncertain(ctx, plan.request.creditsEstimated, plan.options);
+		}
+		// Sent by another attempt (n8n stopped, another retry of the same execution, the key's other
+		// run): no ledger this execution has counted it in, so the caps count its estimate.
+		if (decided.why.code === 'interrupted_send') {
+			countUncertain(ctx, plan.request.creditsEstimated, plan.options);
 		}
 		// Nothing leaves for it now; what may have been charged is for a Resend (below, `execute`).
 		if (failureKind(errorFacts(error)) === 'uncertain') run.notSent.add(error);
@@ -458,12 +462,18 @@ export async function execute(
 			: [],
 	);
 	await run.durable.open(runName(this), run.memory.executionId, sends, this.getMode() === 'retry');
-	// A retry's items its one read found sent before the stop are only reported: taken up after the
-	// others, they run while the sends wait on the service instead of before the first send.
-	const reported = (item?: Item) => !!item && !item.memo && readAsSent(run, item);
-	const order = [...items.keys()].sort(
-		(a, b) => Number(reported(runItems[a])) - Number(reported(runItems[b])),
-	);
+	// A retry's items its one read found sent before the stop are only reported. Under a credit cap
+	// they are taken up first, so each counts its estimate before anything new is sent; otherwise,
+	// under Continue On Fail, last: they run while the sends wait on the service.
+	const capped =
+		first && first.options.maxCreditsPerExecution + first.options.maxCreditsPerHour > 0;
+	const reported = (index: number) => {
+		const item = runItems[index];
+		return item && !item.memo && readAsSent(run, item) ? 1 : 0;
+	};
+	const byReport = (sign: number) =>
+		[...items.keys()].sort((a, b) => (reported(b) - reported(a)) * sign);
+	const order = capped ? byReport(1) : continueOnFail ? byReport(-1) : undefined;
 	// One lane: downloads wait for the last generation at no cost in time, and back to back their
 	// buffers cost n8n's heap a full collection every ~10 items, not every 3-4 (docs/performance.md).
 	// More lanes: a download overlaps the other lanes' generations.
