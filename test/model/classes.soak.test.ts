@@ -815,4 +815,20 @@ describe('found at 6443455 by the commit seed 222602566 and seed 1002 (fixed sin
 			]),
 		]);
 	});
+
+	// refused for a key never paid: a row of k1 claimed its key, then Max Credits per Execution
+	// refused it; its twin, claimed in the same store call, took the key for used by its execution.
+	it('2. a keyed row the cap refuses claims nothing: its twin in the batch is not told idempotency_key_used', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				spec([['p1/B', 'p0/A', 'k1/B', 'k1/A'], ['k1/B', 'k0/A'], ['k5/B']], {
+					concurrency: 8,
+					tries: 2,
+					onError: 'continue',
+					maxPerExecution: 24,
+				}),
+				[],
+			),
+		]);
+	});
 });
