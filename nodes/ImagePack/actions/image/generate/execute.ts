@@ -160,7 +160,8 @@ async function reserved(run: Run, item: Item): Promise<(charged: number) => void
 	const { ctx, itemIndex, plan } = item;
 	try {
 		return reserveCredits(ctx, itemIndex, plan.request.creditsEstimated, plan.options);
-	} catch (error) {
+	} catch (caught) {
+		const error = asNodeError(ctx, caught, itemIndex);
 		await settle(run, item, { kind: 'refused', failure: errorFacts(error) }, undefined);
 		throw error;
 	}
