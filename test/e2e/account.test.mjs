@@ -375,7 +375,7 @@ describe('Executions → Retry after the credential was replaced or edited, in a
 		assert.equal(error.context?.charge, 'may_have_been_charged');
 		assert.match(
 			error.description ?? '',
-			/Not sent, and reported so: items 1 \(other_key\)/,
+			/Also reported maybe charged: items 1 \(other_key\)/,
 			'both reported, in one error',
 		);
 		assert.deepEqual(refused.nodeOutput(GENERATE), [], 'no output: none of its images');

@@ -831,4 +831,22 @@ describe('found at 6443455 by the commit seed 222602566 and seed 1002 (fixed sin
 			),
 		]);
 	});
+
+	// generated not returned (seed 7): under Stop Workflow a lost answer stopped the run while a
+	// row's request was in flight; the run's error named only the first, and the retry with Resend
+	// sent the other again.
+	it('3. Stop Workflow, concurrency 8, the user stops: the retry with Resend resends only what the run named', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				spec([['k0/A', 'k0/B', 'p1/A'], ['k2/A']], {
+					concurrency: 8,
+					resend: true,
+					credential: 'perItem',
+				}),
+				[{ product: 'k0', kind: 'resetAfter', skip: 0 }],
+				{ kind: 'stopAt', route: 'generate', skip: 0, when: 'before' },
+			),
+			new RetryExecution(0, { resend: true }, [{ product: 'p1', kind: 'credits402', skip: 0 }]),
+		]);
+	});
 });

@@ -321,12 +321,13 @@ function reportsOf(run: EngineRun, skip: number): Report[] {
 			if (!Number.isNaN(item)) {
 				const charge = String(error.context?.charge);
 				reports.push({ run, item, ok: false, code: String(error.context?.code), charge });
-				// Under Stop Workflow the run fails naming each item not sent because it may have been
-				// charged: "… reported the same way: items 2 (interrupted_send), 3 (…)." (4078553), or
-				// "Not sent, and reported so: items 2 (interrupted_send) (they may have been …)" (8ec2504).
-				const others = /(?:reported the same way|Not sent, and reported so): items ([^.]*)/.exec(
-					error.description ?? '',
-				);
+				// Under Stop Workflow the run fails naming each item that may have been charged: "Also
+				// reported maybe charged: items 2 (interrupted_send), 3 (network_error)." (earlier: "…
+				// reported the same way: items …", "Not sent, and reported so: items …").
+				const others =
+					/(?:reported the same way|Not sent, and reported so|Also reported maybe charged): items ([^.]*)/.exec(
+						error.description ?? '',
+					);
 				for (const [, at, code] of (others?.[1] ?? '').matchAll(/(\d+) \((\w+)\)/g)) {
 					reports.push({ run, item: Number(at), ok: false, code, charge: 'may_have_been_charged' });
 				}

@@ -257,7 +257,7 @@ function keyPaidTwice(world: World): string[] {
 		const group = `${product} ${turn.account}`;
 		groups.set(group, [...(groups.get(group) ?? []), turn]);
 	}
-	const used = new Map<number, number>(); // resends used per saved record and key
+	const used = new Map<string, number>(); // resends used per saved record and key
 	for (const [group, turns] of groups) {
 		const [key, account] = group.split(' ');
 		turns.sort((a, b) => a.seq - b.seq);
@@ -277,11 +277,12 @@ function keyPaidTwice(world: World): string[] {
 				payer.resend &&
 				record &&
 				resent.has(record.id) &&
-				(uncertainIn(record).get(group) ?? 0) > (used.get(record.id) ?? 0);
+				(uncertainIn(record).get(group) ?? 0) > (used.get(`${record.id} ${group}`) ?? 0);
 			if (others.size >= world.caps.keys) {
 				last = turn;
 			} else if (resend) {
-				used.set(record.id, (used.get(record.id) ?? 0) + 1);
+				const of = `${record!.id} ${group}`;
+				used.set(of, (used.get(of) ?? 0) + 1);
 				last = turn;
 			} else {
 				found.push(
@@ -551,6 +552,17 @@ export function broken(world: World): string[] {
 				if (!row || report.ok) continue;
 				const account = accountOf(attempt, row);
 				if (!once(attempt, row.product, account) || !once(record, row.product, account)) continue;
+				// The user's Stop (the harness's record) cut its answer: README, "A generation stopped
+				// while the service worked may still have been charged: the error says so".
+				const cut = record.reports.some(
+					(r) =>
+						record.outcome === 'stopped' &&
+						r.code === 'cancelled' &&
+						r.charge === 'may_have_been_charged' &&
+						record.runs[r.run]?.[r.item]?.product === row.product &&
+						accountOf(record, record.runs[r.run][r.item]) === account,
+				);
+				if (cut) continue;
 				const answered = world.requests.some(
 					(r) =>
 						r.answered &&

@@ -105,7 +105,7 @@ describe('Executions → Retry of an execution n8n was killed in', () => {
 		const reported = await retryAfterKill(killed, { runs: [items()], parameters: resend });
 		expect(reported.error?.context).toMatchObject({ code: 'interrupted_send', itemIndex: 0 });
 		expect(reported.error?.description).toMatch(
-			/Not sent, and reported so: items 1 \(interrupted_send\), 2 \(interrupted_send\), 3 \(interrupted_send\)/,
+			/Also reported maybe charged: items 1 \(interrupted_send\), 2 \(interrupted_send\), 3 \(interrupted_send\)/,
 		);
 		expect(await requestsPer()).toEqual([1, 1, 1, 1, 1, 1, 1, 1]);
 		// Its retry resends the four it reported, once; what it generated comes back.

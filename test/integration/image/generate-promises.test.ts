@@ -276,7 +276,7 @@ describe('Stop Workflow: the failure that stops the run names what was reported 
 		const retry = await retryAfterKill(killed, { runs: [rows(skus)] });
 		expect(retry.error?.context).toMatchObject({ code: 'insufficient_credits', itemIndex: 1 });
 		expect(retry.error?.description).toMatch(
-			/Not sent, and reported so: items 0 \(interrupted_send\)/,
+			/Also reported maybe charged: items 0 \(interrupted_send\)/,
 		);
 		await emulator.control.setCredits(emulator.accountId, 1_000);
 		const resent = await retryExecution(retry, generate({ resendUncertain: true }));

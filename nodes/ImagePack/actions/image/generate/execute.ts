@@ -14,7 +14,12 @@
  * `notSentError` words every such error. */
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
-import { errorFacts, errorMessage, imagePackError } from '../../../shared/errors';
+import {
+	errorFacts,
+	errorMessage,
+	imagePackError,
+	mayHaveBeenCharged,
+} from '../../../shared/errors';
 import { type Connection, connectionsPerItem, generate, proveOwnership } from '../../../transport';
 import { addHints, asNodeError, eachItem, throwIfStopped } from '../../items';
 import { runsAsTool } from '../../tool';
@@ -374,27 +379,27 @@ function hintReplayed(ctx: IExecuteFunctions, replayed: number[]) {
 }
 
 /**
- * The run's error under Stop Workflow, naming every item the verdict did not send because it may
- * have been charged (so each is shown, and a retry with Resend may resend it): the first of them, or
- * the failure that stopped the run.
+ * The run's error under Stop Workflow, naming every item that may have been charged (so each is
+ * shown, and a retry with Resend may resend it: what it resends is what was shown): the first of
+ * them, or the failure that stopped the run.
  */
-function notSentNamed(
+function uncertainNamed(
 	ctx: IExecuteFunctions,
-	notSent: Array<{ itemIndex: number; error: unknown }>,
+	uncertain: Array<{ itemIndex: number; error: unknown }>,
 	stopped?: unknown,
 ) {
-	const sorted = [...notSent].sort((a, b) => a.itemIndex - b.itemIndex);
+	const sorted = [...uncertain].sort((a, b) => a.itemIndex - b.itemIndex);
 	const [first] = sorted;
-	const others = stopped === undefined ? sorted.slice(1) : sorted;
 	const failure =
 		stopped === undefined
 			? asNodeError(ctx, first.error, first.itemIndex)
 			: asNodeError(ctx, stopped);
+	const others = sorted.filter(({ error }) => error !== failure);
 	if (others.length) {
 		const list = others.map(({ itemIndex, error }) => `${itemIndex} (${errorFacts(error).code})`);
 		failure.description = [
 			failure.description,
-			`Not sent, and reported so: items ${list.join(', ')} (they may have been charged before).`,
+			`Also reported maybe charged: items ${list.join(', ')}.`,
 		]
 			.filter(Boolean)
 			.join(' · ');
@@ -495,11 +500,11 @@ export async function execute(
 	// More lanes: a download overlaps the other lanes' generations.
 	const later = lanes === 1 && items.length > 1 ? new Map<number, Finish>() : undefined;
 	const paid: string[] = [];
-	// Under Stop Workflow an item not sent because it may have been charged before stops nothing
-	// (nothing leaves for it): the others run, and the run fails at its end naming each such item,
-	// so that one retry sends what never left and reports all of them, and its retry with Resend
-	// resends them all.
-	const notSent: Array<{ itemIndex: number; error: unknown }> = [];
+	// Under Stop Workflow the run's error names every item that may have been charged: a retry
+	// with Resend resends exactly those. One not sent because it may have been charged before
+	// stops nothing (nothing leaves for it): the others run, so that one retry sends what never
+	// left and reports all of them, and its retry with Resend resends them all.
+	const uncertain: Array<{ itemIndex: number; error: unknown }> = [];
 	try {
 		const output = await eachItem(
 			this,
@@ -517,11 +522,11 @@ export async function execute(
 					if (!later) return await finish();
 					later.set(itemIndex, finish);
 					return [];
-				} catch (error) {
-					if (continueOnFail || asTool || !run.notSent.has(error)) {
-						throw asNodeError(this, error, itemIndex);
-					}
-					notSent.push({ itemIndex, error });
+				} catch (caught) {
+					const error = asNodeError(this, caught, itemIndex);
+					if (continueOnFail || asTool) throw error;
+					if (mayHaveBeenCharged(errorFacts(error))) uncertain.push({ itemIndex, error });
+					if (!run.notSent.has(caught)) throw error;
 					return [];
 				}
 			},
@@ -529,7 +534,7 @@ export async function execute(
 			order,
 			false, // checked above, per item
 		);
-		if (notSent.length) throw notSentNamed(this, notSent);
+		if (uncertain.length) throw uncertainNamed(this, uncertain);
 		hintReplayed(this, run.replayed);
 		if (run.claims) addHints(this, DurableRecord.full(rows, keyed));
 		return delivered(run, later ? await finishLater(this, items, output, later) : output);
@@ -540,7 +545,11 @@ export async function execute(
 		if (later?.size && code === 'cancelled' && charge === 'not_sent') {
 			return delivered(run, await finishLater(this, items, [], later));
 		}
-		throw withPaidNote(this, notSent.length ? notSentNamed(this, notSent, error) : error, paid);
+		throw withPaidNote(
+			this,
+			uncertain.length ? uncertainNamed(this, uncertain, error) : error,
+			paid,
+		);
 	} finally {
 		for (const answered of run.delivered) await answered(run.handedOver);
 		await run.durable.flush();
