@@ -465,7 +465,9 @@ export async function execute(
 		return { ctx: this, connection, asTool, itemIndex, plan, ...known[itemIndex]!, record };
 	});
 	for (const item of runItems) {
-		if (item?.identity.key && item.memo?.kind === 'generated') run.paidKeys.add(item.identity.key);
+		const { identity, memo } = item ?? {};
+		const paidHere = memo?.kind === 'generated' && memo.fingerprint === identity?.fingerprint;
+		if (identity?.key && paidHere) run.paidKeys.add(identity.key);
 	}
 	const first = plans.find((plan): plan is ItemPlan => !(plan instanceof Error));
 	const lanes = first?.options.concurrency ?? 1;
