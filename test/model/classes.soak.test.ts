@@ -930,7 +930,7 @@ describe('found at 6443455 by the commit seed 222602566 and seed 1002 (fixed sin
 	// 8; the second finds the first's claim in flight and is told idempotency_key_used, then the
 	// service refuses the first (a refunded 500): the key was never paid, yet its second row was
 	// refused. Closing it: a twin waits for the outcome of the claim it found in flight.
-	it.failing(
+	it(
 		'2. a twin row told idempotency_key_used while its twin is in flight, then the twin refused: the key never paid',
 		async () => {
 			await runHistory(emulator, 'scaled', [

@@ -107,6 +107,12 @@ export async function claimSend(
 	const sends = [send, again].filter((value): value is string => value !== undefined);
 	const shared = witness ? [witness] : [];
 	const claimed = await write(run, item, { sends, shared, key, windows });
+	// A twin row: the key is used only if its twin's send was not refused; else claim anew.
+	const twin = await claimed.twinOf;
+	if (twin === 'refused' || twin === 'not sent') {
+		await claimed.settle('not sent');
+		return await claimSend(run, item, claim);
+	}
 	const found = (value?: string) => !!value && claimed.found.has(value);
 	const { identity } = item;
 	const recorded: Recorded = {

@@ -119,6 +119,10 @@ async function recordInTurn(
 // send (an identical call at the same moment, a twin row in flight).
 const inFlight = new Map<string, number>();
 
+// What the claim that first holds a key's open mark in an execution came to, until it settles: a
+// twin row of the execution that finds the mark held waits for it (a refusal does not use a key up).
+const keyOutcomes = new Map<string, Promise<Settled>>();
+
 /** A value held by a claim of `execution`: counted as held, and as held by that execution. */
 const heldBy = (execution: string, value: string) => `${execution}\u0000${value}`;
 
@@ -164,6 +168,7 @@ export function forgetProcessRecords(): void {
 	openedHere.clear();
 	leftByAsking.clear();
 	inFlight.clear();
+	keyOutcomes.clear();
 }
 
 /** An outcome as the record settles it (stores.ts `Outcome` kinds, and a send that was not made). */
@@ -185,6 +190,11 @@ export interface ClaimValues {
 export interface Claimed {
 	/** Values recorded before this claim (windows and open keys a claim of this process holds excluded). */
 	found: Set<string>;
+	/**
+	 * A twin row's claim (its key's open mark held by a claim of the same execution): what that
+	 * claim comes to. Refused or not sent, the key is free again; claim anew.
+	 */
+	twinOf?: Promise<Settled>;
 	/**
 	 * After the outcome: a refusal, or a send not made, lets go of what this claim recorded; a
 	 * generated or uncertain send keeps it (its send moves to the node's row later). Tool windows
@@ -343,6 +353,18 @@ export class DurableRecord {
 		const heldHere = (value: string) =>
 			inFlight.has(kindOf(value) === 'open' ? heldBy(execution, value) : value);
 		const found = new Set(before.filter((value) => !heldHere(value)));
+		const twinOf = open.map((value) => keyOutcomes.get(heldBy(execution, value))).find(Boolean);
+		const first = open.filter((value) => !found.has(value) && !heldHere(value));
+		let outcomeIs: (outcome: Settled) => void = () => {};
+		const outcomeOf = new Promise<Settled>((resolve) => (outcomeIs = resolve));
+		for (const value of first) keyOutcomes.set(heldBy(execution, value), outcomeOf);
+		const settled = (outcome: Settled) => {
+			for (const value of first) {
+				const at = heldBy(execution, value);
+				if (keyOutcomes.get(at) === outcomeOf) keyOutcomes.delete(at);
+			}
+			outcomeIs(outcome);
+		};
 		const held = [...windows, ...shared, ...open.filter((value) => !found.has(value))];
 		for (const value of held) hold(value, execution);
 		for (const value of sends) leftByAsking.get(this.node)?.delete(value);
@@ -357,12 +379,14 @@ export class DurableRecord {
 		let answered = false;
 		return {
 			found,
+			twinOf,
 			settle: async (outcome) => {
 				// An answered key stays open, and held, until its caller has the answer (`answered`).
 				letGo(outcome === 'generated' ? [...windows, ...shared] : held);
 				if (outcome === 'refused' || outcome === 'not sent') {
 					answered = true;
 					const released = await this.forget(fresh(inClaims, inRow));
+					settled(outcome);
 					await this.forget(
 						fresh(windows, (value) => atNode.has(value)),
 						'node',
@@ -370,6 +394,7 @@ export class DurableRecord {
 					await this.move(leftBefore);
 					return !released;
 				}
+				settled(outcome);
 				await this.move([...sends.filter((value) => !inRow(value)), ...leftBefore]);
 				return false;
 			},
