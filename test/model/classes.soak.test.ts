@@ -854,7 +854,7 @@ describe('found at 6443455 by the commit seed 222602566 and seed 1002 (fixed sin
 	// in the claims' row; the retry, rows reversed, sent its first row before its claims found the
 	// others sent by the killed attempt: their estimates counted too late. Closing it needs the
 	// retry to know, before its first send, what the killed attempt sent (a read of the claims' row).
-	it.failing(
+	it(
 		'6. Max Credits per Execution 24, killed after the node before n8n saved, retried with the rows reversed: the family passes the cap',
 		async () => {
 			await runHistory(emulator, 'real', [

@@ -247,7 +247,13 @@ export class DurableRecord {
 	 * drops nothing. What could not be taken out is remembered (`leftByAsking`): a later ask of this
 	 * process does not take it for a send.
 	 */
-	async open(run: string, executionId: string, values: string[], retry: boolean): Promise<void> {
+	async open(
+		run: string,
+		executionId: string,
+		values: string[],
+		retry: boolean,
+		claimsWave = 0,
+	): Promise<void> {
 		if (typeof this.helpers.checkProcessedAndRecord !== 'function' || !values.length) return;
 		const here = `${run} ${executionId}`;
 		const options = this.options.node;
@@ -286,9 +292,34 @@ export class DurableRecord {
 			});
 			if (left.size) leftByAsking.set(this.node, left);
 			else leftByAsking.delete(this.node);
+			if (retry && claimsWave > 0) {
+				const rest = values.filter((value) => !this.moved.has(value));
+				for (let at = 0; at < rest.length; at += claimsWave) {
+					for (const value of await this.inClaims(rest.slice(at, at + claimsWave))) {
+						this.moved.add(value);
+					}
+				}
+			}
 		} catch (error) {
 			this.unreadable = (error as Error)?.message ?? String(error);
 		}
+	}
+
+	/**
+	 * Which of `values` the claims' row holds, asked as a claim asks (recorded, the new ones taken
+	 * out again in the same turn of the row's line): a wave at a time, so n8n killed in between
+	 * leaves at most a wave recorded, as a wave of claims would.
+	 */
+	private async inClaims(values: string[]): Promise<string[]> {
+		const helpers = this.helpers as DeduplicationHelpers;
+		const options = this.options.workflow;
+		const stored = values.map((value) => inClaimsRow(this.node, value));
+		const processed = await inTurn(this.lines.workflow, async () => {
+			const asked = await helpers.checkProcessedAndRecord(stored, 'workflow', options);
+			if (asked.new.length) await helpers.removeProcessed(asked.new, 'workflow', options);
+			return new Set(asked.processed);
+		});
+		return values.filter((_value, index) => processed.has(stored[index]));
 	}
 
 	/** A retry's send that its `open` found in the sends' row: it left before; no claim needed. */

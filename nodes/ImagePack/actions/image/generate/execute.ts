@@ -484,12 +484,15 @@ export async function execute(
 				]
 			: [],
 	);
-	await run.durable.open(runName(this), run.memory.executionId, sends, this.getMode() === 'retry');
-	// A retry's items its one read found sent before the stop are only reported. Under a credit cap
-	// they are taken up first, so each counts its estimate before anything new is sent; otherwise,
-	// under Continue On Fail, last: they run while the sends wait on the service.
+	// Under a credit cap a retry also asks the claims' row, a wave of lanes at a time: what an
+	// attempt n8n killed sent counts before anything new is sent.
 	const capped =
 		first && first.options.maxCreditsPerExecution + first.options.maxCreditsPerHour > 0;
+	const retry = this.getMode() === 'retry';
+	await run.durable.open(runName(this), run.memory.executionId, sends, retry, capped ? lanes : 0);
+	// A retry's items its read found sent before the stop are only reported. Under a credit cap
+	// they are taken up first, so each counts its estimate before anything new is sent; otherwise,
+	// under Continue On Fail, last: they run while the sends wait on the service.
 	const reported = (index: number) => {
 		const item = runItems[index];
 		return item && !item.memo && readAsSent(run, item) ? 1 : 0;
