@@ -854,43 +854,40 @@ describe('found at 6443455 by the commit seed 222602566 and seed 1002 (fixed sin
 	// in the claims' row; the retry, rows reversed, sent its first row before its claims found the
 	// others sent by the killed attempt: their estimates counted too late. Closing it needs the
 	// retry to know, before its first send, what the killed attempt sent (a read of the claims' row).
-	it(
-		'6. Max Credits per Execution 24, killed after the node before n8n saved, retried with the rows reversed: the family passes the cap',
-		async () => {
-			await runHistory(emulator, 'real', [
-				new NewExecution(
-					spec(
-						[
-							['k0/A', 'k1/A', 'k1/B'],
-							['k0/B', 'k0/B', 'k1/A', 'p1/A'],
-							['k1/A', 'p0/A'],
-						],
-						{
-							tries: 3,
-							download: true,
-							maxPerExecution: 24,
-							credential: 'perItem',
-						},
-					),
-					[{ product: 'p0', kind: 'download500', skip: 1 }],
-					{ kind: 'kill', at: 7 },
-				),
-				new RetryAfterKill(
-					0,
-					{
-						...retry,
-						reorder: true,
-						edit: { credential: 'perItem', maxPerExecution: 24 },
-						aim: true,
-					},
+	it('6. Max Credits per Execution 24, killed after the node before n8n saved, retried with the rows reversed: the family passes the cap', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				spec(
 					[
-						{ product: 'k1', kind: 'credits402', skip: 0 },
-						{ product: 'k1', kind: 'download500', skip: 1 },
+						['k0/A', 'k1/A', 'k1/B'],
+						['k0/B', 'k0/B', 'k1/A', 'p1/A'],
+						['k1/A', 'p0/A'],
 					],
+					{
+						tries: 3,
+						download: true,
+						maxPerExecution: 24,
+						credential: 'perItem',
+					},
 				),
-			]);
-		},
-	);
+				[{ product: 'p0', kind: 'download500', skip: 1 }],
+				{ kind: 'kill', at: 7 },
+			),
+			new RetryAfterKill(
+				0,
+				{
+					...retry,
+					reorder: true,
+					edit: { credential: 'perItem', maxPerExecution: 24 },
+					aim: true,
+				},
+				[
+					{ product: 'k1', kind: 'credits402', skip: 0 },
+					{ product: 'k1', kind: 'download500', skip: 1 },
+				],
+			),
+		]);
+	});
 
 	// paid reported free (seed 49, history 31, after the twin rule above): a retry with the
 	// credential switched to A found B's generated row's key among the keys its memory paid.
@@ -930,15 +927,59 @@ describe('found at 6443455 by the commit seed 222602566 and seed 1002 (fixed sin
 	// 8; the second finds the first's claim in flight and is told idempotency_key_used, then the
 	// service refuses the first (a refunded 500): the key was never paid, yet its second row was
 	// refused. Closing it: a twin waits for the outcome of the claim it found in flight.
-	it(
-		'2. a twin row told idempotency_key_used while its twin is in flight, then the twin refused: the key never paid',
-		async () => {
-			await runHistory(emulator, 'scaled', [
-				new NewExecution(
-					spec([['k4/A', 'p0/A', 'k4/A']], { concurrency: 8, credential: 'perItem' }),
-					[{ product: 'k4', kind: 'refund500', skip: 0 }],
+	it('2. a twin row told idempotency_key_used while its twin is in flight, then the twin refused: the key never paid', async () => {
+		await runHistory(emulator, 'scaled', [
+			new NewExecution(
+				spec([['k4/A', 'p0/A', 'k4/A']], { concurrency: 8, credential: 'perItem' }),
+				[{ product: 'k4', kind: 'refund500', skip: 0 }],
+			),
+		]);
+	});
+
+	// cap passed (seed 11, history 38): a killed run without a cap paid 36; its retry, capped at 24,
+	// was stopped before it reported what the killed run sent (its ledger counted nothing), and the
+	// retry of that retry, capped at 36, paid 24 more.
+	it('6. a retry under a cap stopped before it reported what the killed run sent: its retry still counts it', async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				spec(
+					[
+						['p1/A', 'p0/A', 'k0/B', 'p1/A'],
+						['p1/A', 'k5/B'],
+					],
+					{
+						tries: 3,
+						onError: 'continue',
+						resend: true,
+						credential: 'perItem',
+					},
 				),
-			]);
-		},
-	);
+				[],
+				{ kind: 'killAt', route: 'generate', skip: 3, when: 'before' },
+			),
+			new Restart(),
+			new RetryAfterKill(
+				0,
+				{
+					...retry,
+					reorder: true,
+					repeatCall: true,
+					edit: {
+						resend: true,
+						credential: 'perItem',
+						maxPerExecution: 24,
+						onError: 'errorOutput',
+					},
+				},
+				[
+					{ product: 'k0', kind: 'refund500', skip: 0 },
+					{ product: 'k0', kind: 'resetAfter', skip: 1 },
+				],
+				{ kind: 'stop', at: 3 },
+			),
+			new RetryExecution(0, { resend: true, maxPerExecution: 36 }, [
+				{ product: 'k1', kind: 'resetAfter', skip: 1 },
+			]),
+		]);
+	});
 });

@@ -188,8 +188,8 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 		if (decided.kind === 'prove') facts = { ...facts, proof: await prove(run, item) };
 		else {
 			// The caps before the claim: an item they refuse records nothing (a twin row of its key
-			// would take the key for used).
-			credits ??= await reserved(run, item);
+			// would take the key for used). One the run's read found sent is only reported.
+			if (!foundSent(run, item)) credits ??= await reserved(run, item);
 			let recorded: Recorded | undefined;
 			[claimed, recorded] = await claimSend(run, item, decided.claim);
 			facts = { ...facts, recorded };
@@ -228,8 +228,9 @@ async function paidAnswer(run: Run, item: Item): Promise<Paid & { replayed?: tru
 			remember(run, item, { kind: 'uncertain', failure: errorFacts(error) });
 		}
 		// Sent by another attempt (n8n stopped, another retry of the same execution, the key's other
-		// run): no ledger this execution has counted it in, so the caps count its estimate.
-		if (decided.why.code === 'interrupted_send') {
+		// run): no ledger this execution has counted it in, so the caps count its estimate (those
+		// the run's read found are counted already).
+		if (decided.why.code === 'interrupted_send' && !foundSent(run, item)) {
 			countUncertain(ctx, plan.request.creditsEstimated, plan.options);
 		}
 		// Nothing leaves for it now; what may have been charged is for a Resend (below, `execute`).
@@ -310,9 +311,15 @@ function sessionOf(answer: Generated): string | undefined {
 	return typeof session === 'string' && session ? session : undefined;
 }
 
-/** Whether an earlier try of this execution, or the one it retries, paid for the item, or may have. */
-function paidBefore(item?: Item): boolean {
-	return !!item?.memo && item.memo.kind !== 'refused';
+/** A retry's item its read of the record found sent by an attempt n8n stopped (no memory of it). */
+function foundSent(run: Run, item: Item): boolean {
+	return !item.memo && readAsSent(run, item);
+}
+
+/** Whether an earlier attempt paid for the item, or may have: it is returned or reported, not sent. */
+function paidBefore(run: Run, item?: Item): boolean {
+	if (!item) return false;
+	return item.memo ? item.memo.kind !== 'refused' : foundSent(run, item);
 }
 
 /** A not-sent verdict about this item's own earlier send, which its execution now reports. */
@@ -484,22 +491,23 @@ export async function execute(
 				]
 			: [],
 	);
-	// Under a credit cap a retry also asks the claims' row, a wave of lanes at a time: what an
-	// attempt n8n killed sent counts before anything new is sent.
+	// Under a credit cap a retry also asks the claims' row, a wave of lanes at a time, so that what
+	// an attempt n8n killed sent counts before anything new is sent (below).
 	const capped =
 		first && first.options.maxCreditsPerExecution + first.options.maxCreditsPerHour > 0;
 	const retry = this.getMode() === 'retry';
 	await run.durable.open(runName(this), run.memory.executionId, sends, retry, capped ? lanes : 0);
-	// A retry's items its read found sent before the stop are only reported. Under a credit cap
-	// they are taken up first, so each counts its estimate before anything new is sent; otherwise,
-	// under Continue On Fail, last: they run while the sends wait on the service.
-	const reported = (index: number) => {
-		const item = runItems[index];
-		return item && !item.memo && readAsSent(run, item) ? 1 : 0;
-	};
-	const byReport = (sign: number) =>
-		[...items.keys()].sort((a, b) => (reported(b) - reported(a)) * sign);
-	const order = capped ? byReport(1) : continueOnFail ? byReport(-1) : undefined;
+	// A retry's items its read found sent before the stop are only reported. Their estimates count
+	// under the caps now, before anything new is sent, even if this run is stopped before it reports
+	// them; under Continue On Fail they are taken up last, while the sends wait on the service.
+	const reported = runItems.map((item) => !!item && foundSent(run, item));
+	reported.forEach((found, index) => {
+		const { plan } = runItems[index] ?? {};
+		if (found && plan) countUncertain(this, plan.request.creditsEstimated, plan.options);
+	});
+	const order = continueOnFail
+		? [...items.keys()].sort((a, b) => Number(reported[a]) - Number(reported[b]))
+		: undefined;
 	// One lane: downloads wait for the last generation at no cost in time, and back to back their
 	// buffers cost n8n's heap a full collection every ~10 items, not every 3-4 (docs/performance.md).
 	// More lanes: a download overlaps the other lanes' generations.
@@ -520,7 +528,7 @@ export async function execute(
 				// After a Stop no item starts that would send; one an earlier try paid for, or may
 				// have, is returned or reported. Under Continue On Fail the others are error items, so
 				// what was paid before the Stop keeps its place in the output.
-				if (!paidBefore(runItems[itemIndex])) throwIfStopped(this, itemIndex);
+				if (!paidBefore(run, runItems[itemIndex])) throwIfStopped(this, itemIndex);
 				try {
 					const { paid: label, finish } = await generateItem(run, runItems[itemIndex]!);
 					if (label) paid.push(label);
