@@ -982,4 +982,24 @@ describe('found at 6443455 by the commit seed 222602566 and seed 1002 (fixed sin
 			]),
 		]);
 	});
+
+	// refused, never sent (seed 183264868, history 250, a false alarm): the user's Stop caught a
+	// lane's send as it left, before the service logged it; the run, which now names every item
+	// that may have been charged, named it. The model allows a wave of lanes per Stop.
+	it("7. the user's Stop as a lane's send leaves (Concurrency 8): reported maybe charged, within a wave", async () => {
+		await runHistory(emulator, 'real', [
+			new NewExecution(
+				spec(
+					[
+						['k1/A', 'p1/A', 'k1/B', 'k1/A'],
+						['p1/B', 'p1/A'],
+						['k2/A', 'p1/B', 'k2/B'],
+					],
+					{ concurrency: 8, tries: 3, download: true, credential: 'perItem' },
+				),
+				[],
+				{ kind: 'stop', at: 6 },
+			),
+		]);
+	});
 });
