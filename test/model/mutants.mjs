@@ -64,15 +64,15 @@ const MUTANTS = [
 		id: 'd',
 		name: 'a Retry On Fail try resends with the option on',
 		file: `${generate}/verdict.ts`,
-		from: 'if (sameExecution || !facts.resendUncertain) {',
-		to: 'if (!facts.resendUncertain) {',
+		from: "if (!sameExecution && facts.resendUncertain) return { kind: 'claim', claim: 'again' };",
+		to: "if (facts.resendUncertain) return { kind: 'claim', claim: 'again' };",
 	},
 	{
 		id: 'e',
 		name: 'an item a stopped attempt sent counts nothing under Max Credits per Execution',
 		file: `${generate}/credits.ts`,
-		from: 'ledger.settle(0, estimate);',
-		to: 'ledger.settle(0, 0);',
+		from: 'this.context[LEDGER_KEY] = this.spent + credits;',
+		to: 'this.context[LEDGER_KEY] = this.spent;',
 	},
 	{
 		id: 'f',
@@ -94,6 +94,20 @@ const MUTANTS = [
 		file: `${generate}/execute.ts`,
 		from: 'return paidFinish(run, item, answer, async () => void run.delivered.push(answered));',
 		to: 'return paidFinish(run, item, answer, answered);',
+	},
+	{
+		id: 'i',
+		name: "a key's open mark taken out when its run ends without handing its output over",
+		file: `${generate}/execute.ts`,
+		from: 'for (const answered of run.delivered) await answered(run.handedOver);',
+		to: 'for (const answered of run.delivered) await answered(true);',
+	},
+	{
+		id: 'j',
+		name: 'a twin row told its key used whatever its twin in flight came to',
+		file: `${generate}/claims.ts`,
+		from: "if (twin === 'refused' || twin === 'not sent') {",
+		to: 'if (twin === undefined && twin !== undefined) {',
 	},
 ];
 
