@@ -1298,7 +1298,57 @@ const stopStory: fc.Arbitrary<Command[]> = fc
 		];
 	});
 
+/**
+ * Story 4, twin rows of one key: an unkeyed row first and the key twice, On Error: Continue, the
+ * first send of each refused once (a refunded 500). Either at Concurrency 8 without Retry On Fail
+ * (the twin meets its key's claim in flight, then its refusal), or at Concurrency 1 with Retry On
+ * Fail (the first item an error item: n8n tries the node again and drops the first try's output),
+ * n8n killed in the second try after its first charge; then the same rows anew, or Executions →
+ * Retry of the kill.
+ */
+const twinStory: fc.Arbitrary<Command[]> = fc
+	.tuple(
+		specArb,
+		fc.constantFrom('k0', 'k1'),
+		fc.boolean(),
+		fc.constantFrom<2 | 3>(2, 3),
+		fc.boolean(),
+	)
+	.map(([spec, key, inFlight, tries, anew]) => {
+		const rows: Row[] = [
+			{ product: 'p0', account: 'A' },
+			{ product: key, account: 'A' },
+			{ product: key, account: 'A' },
+		];
+		const faults: Fault[] = [
+			{ product: 'p0', kind: 'refund500', skip: 0 },
+			{ product: key, kind: 'refund500', skip: 0 },
+		];
+		const first: RunSpec = {
+			...spec,
+			asTool: false,
+			runs: [rows],
+			concurrency: inFlight ? 8 : 1,
+			tries: inFlight ? undefined : tries,
+			onError: 'continue',
+			credential: 'fixed',
+			maxPerItem: 0,
+		};
+		// Past the refused sends (the faults take them), the twin's send is the hold's first and the
+		// second try's first send its next: n8n killed once that one is charged.
+		const kill = inFlight
+			? undefined
+			: ({ kind: 'killAt', route: 'generate', skip: 1, when: 'after' } as const);
+		return [
+			new NewExecution(first, faults, kill),
+			kill && !anew
+				? new RetryAfterKill(0, { reorder: false, crashRecovered: false, repeatCall: false }, [])
+				: new NewExecution(first, []),
+		];
+	});
+
 const stories: Array<fc.WeightedArbitrary<Command[]>> = [
+	...(without.has('keys') || without.has('faults') ? [] : [{ weight: 1, arbitrary: twinStory }]),
 	...(without.has('kill') || without.has('retryAfterKill')
 		? []
 		: [{ weight: 1, arbitrary: crashStory }]),
