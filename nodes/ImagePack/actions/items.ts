@@ -113,9 +113,9 @@ export function asNodeError(
 
 /**
  * Runs `work` for each input item, at most `concurrency` at once (default: one after the other, as
- * n8n does), taken up in input order or in `order` (a permutation of the indexes); output in input
- * order. Under Continue On Fail a failing item becomes an error item and the others go on;
- * otherwise the first failure stops the node (work in flight finishes). After a Stop
+ * n8n does); output in input order. Under Continue On Fail a failing item becomes an error item and
+ * the others go on, and the items may be taken up in another `order` (a permutation of the indexes);
+ * otherwise the first failure stops the node (work in flight finishes), in input order. After a Stop
  * no item starts, unless the caller checks it itself (`stopBetweenItems` off: Generate, whose paid
  * items finish or are reported).
  */
@@ -140,7 +140,7 @@ export async function eachItem(
 				return [errorItem(error, itemIndex)];
 			}
 		},
-		order,
+		continueOnFail ? order : undefined,
 	);
 	return outputs.flat();
 }

@@ -7,8 +7,8 @@
  *
  * The verdict (verdict.ts) first reads what the execution remembers of the item; when it asks, the
  * item's account is proven (another key's generation) or, once the caps let it, its ledger values
- * are claimed (claims.ts, durable.ts), and it decides again: sent, returned again, or not sent. `settle` keeps the outcome in
- * the memory, the ledger and the credit caps, in one place. Only a send spends, and only once its
+ * are claimed (claims.ts, durable.ts), and it decides again: sent, returned again, or not sent.
+ * `settle` keeps the outcome in the memory, the ledger and the credit caps, in one place. Only a send spends, and only once its
  * claim is written where it survives n8n being killed; the transport resends a generation only after
  * `429` or a connection refused before anything left. Why an item was not sent: verdict.ts, whose
  * `notSentError` words every such error. */
@@ -54,9 +54,9 @@ interface Run extends ClaimRun {
 	asTool: boolean;
 	/** Items answered from the memory instead of being sent. */
 	replayed: number[];
-	/** Paid items' keys and windows, let go once the run ends with their answers (`delivered`). */
+	/** Paid items' keys and windows, let go once the run ends with their answers (`handOver`). */
 	delivered: Array<(delivered: boolean) => Promise<void>>;
-	/** The run ended with its output, which n8n keeps (`delivered`). */
+	/** The run ended with its output, which n8n keeps (`handOver`). */
 	handedOver: boolean;
 	/** Errors of items the verdict did not send that may have been charged before (a Resend's). */
 	notSent: Set<unknown>;
@@ -550,13 +550,13 @@ export async function execute(
 		if (uncertain.length) throw uncertainNamed(this, uncertain);
 		hintReplayed(this, run.replayed);
 		if (run.claims) addHints(this, DurableRecord.full(rows, keyed));
-		return delivered(run, later ? await finishLater(this, items, output, later) : output);
+		return handOver(run, later ? await finishLater(this, items, output, later) : output);
 	} catch (error) {
 		// Stopped between items with paid ones waiting for their downloads: they are returned, the
 		// rest was never started (a request the Stop cut is thrown: it may have been charged).
 		const { code, charge } = errorFacts(error);
 		if (later?.size && code === 'cancelled' && charge === 'not_sent') {
-			return delivered(run, await finishLater(this, items, [], later));
+			return handOver(run, await finishLater(this, items, [], later));
 		}
 		throw withPaidNote(
 			this,
@@ -575,7 +575,7 @@ export async function execute(
  * or a retry returns them from the execution's memory and lets them go, any other execution reports
  * them `interrupted_send`.
  */
-function delivered(run: Run, output: INodeExecutionData[]): INodeExecutionData[] {
+function handOver(run: Run, output: INodeExecutionData[]): INodeExecutionData[] {
 	run.handedOver = run.asTool || !triedAgain(run.ctx, run.memory, output);
 	return output;
 }
