@@ -23,7 +23,7 @@ function emulator() {
 }
 
 /**
- * The packed package in a real, pinned n8n (installed once into ~/.cache, see test/e2e/n8n-install.mjs),
+ * The packed package in a real, pinned n8n (installed once into ~/.cache, see tools/n8n-install.mjs),
  * workflows executed against the emulator (the other n8n versions: `npm run test:compat`).
  * `npm run test:e2e -- --test-name-pattern=generate` filters.
  */
@@ -51,7 +51,7 @@ function ui() {
 async function runE2e(wanted, prepareEnv = {}, testEnv = {}) {
 	const dir = path.join('test', 'e2e');
 	// Install n8n (first run only) and build + pack once, with plain progress output, then the suites.
-	const tarball = execFileSync(process.execPath, [path.join(dir, 'prepare.mjs')], {
+	const tarball = execFileSync(process.execPath, [path.join('tools', 'prepare.mjs')], {
 		stdio: ['ignore', 'pipe', 'inherit'],
 		env: { ...process.env, ...prepareEnv },
 	})
@@ -93,7 +93,7 @@ function compat() {
 
 /** Emulator + the pinned n8n with this package, a ready credential and the example workflows. */
 function sandbox() {
-	return run(process.execPath, ['--import', 'tsx', 'test/e2e/sandbox.mjs', ...process.argv.slice(3)]);
+	return run(process.execPath, ['--import', 'tsx', 'tools/sandbox.mjs', ...process.argv.slice(3)]);
 }
 
 /** Performance against the ideal (PRODUCT.md §7), on the emulator: `npm run bench [-- --quick|--markdown|--json]`. */

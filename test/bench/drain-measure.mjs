@@ -3,7 +3,7 @@
 // ids n8n stored as emitted.
 import path from 'node:path';
 
-import { ensureN8n } from '../e2e/n8n-install.mjs';
+import { ensureN8n } from '../../tools/n8n-install.mjs';
 import { runCommand } from '../e2e/n8n.mjs';
 import { call, hostStats, procStatus } from './n8n.bench.mjs';
 

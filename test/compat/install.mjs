@@ -1,6 +1,6 @@
 /**
  * The ways users install the package, run against the local registry (registry.mjs) and a real, pinned
- * n8n (test/e2e/n8n-install.mjs profiles):
+ * n8n (tools/n8n-install.mjs profiles):
  *
  * - the README's by-hand path: `npm install n8n-nodes-imagepack` in `<user folder>/.n8n/nodes`, with the
  *   npm CLI of this machine run by the Node of each major (20, 22, 24) found here;
@@ -19,7 +19,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { installPaths, isInstalled, PROFILES } from '../e2e/n8n-install.mjs';
+import { installPaths, isInstalled, PROFILES } from '../../tools/n8n-install.mjs';
 import { restClient, restSession, runCommand, startN8n } from '../e2e/n8n.mjs';
 
 export const OWNER = { email: 'owner@example.com', password: 'Compat-Install-Password-1', firstName: 'Compat', lastName: 'Owner' };

@@ -1,6 +1,6 @@
 /**
  * Every way users install the package lands it alone, and n8n loads it: on one n8n of the compat matrix,
- * chosen by COMPAT_PROFILE (a profile of test/e2e/n8n-install.mjs, `default` when unset).
+ * chosen by COMPAT_PROFILE (a profile of tools/n8n-install.mjs, `default` when unset).
  *
  *   npm run build && COMPAT_PROFILE=min node --test test/compat/install.test.mjs
  *   COMPAT_QUEUE=1 …   also queue mode: a worker that lacks the package (PostgreSQL, Redis, the emulator)
@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import { NODE_RUNTIMES, ensureNodeRuntime, installPaths, isInstalled } from '../e2e/n8n-install.mjs';
+import { NODE_RUNTIMES, ensureNodeRuntime, installPaths, isInstalled } from '../../tools/n8n-install.mjs';
 import { packPackage, publishWorkflow, REPO_ROOT, restSession, runCommand } from '../e2e/n8n.mjs';
 import {
 	elapsed,
@@ -66,7 +66,7 @@ function assertAlone(nodesDir, name, what) {
 	assert.deepEqual(listModules(inner), [], `${what}: the package brought dependencies of its own (${inner})`);
 }
 
-describe(`installing the package in n8n ${version} (profile ${profile})`, { skip: !isInstalled(profile) && `n8n profile ${profile} is not installed (node test/e2e/n8n-install.mjs --profile=${profile})` }, () => {
+describe(`installing the package in n8n ${version} (profile ${profile})`, { skip: !isInstalled(profile) && `n8n profile ${profile} is not installed (node tools/n8n-install.mjs --profile=${profile})` }, () => {
 	let tarball;
 	let registry;
 	const folders = [];

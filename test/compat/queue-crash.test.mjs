@@ -22,7 +22,7 @@
  *
  * QUEUE_WORKER_STALLED_INTERVAL is lowered from 30 s to 5 s (how often a worker looks; the lock is left
  * at n8n's default). n8n 2.x forces maxStalledCount to 0 (2.41.1 scaling.service.js:120, n8n pull
- * request 22286): no re-run there, the execution fails (test/e2e/probe/queue-crash.mjs measures it);
+ * request 22286): no re-run there, the execution fails (tools/probe/queue-crash.mjs measures it);
  * this file is skipped on 2.x.
  */
 import assert from 'node:assert/strict';

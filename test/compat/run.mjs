@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { MATRIX, PROFILES, ensureN8n, installPaths, isInstalled } from '../e2e/n8n-install.mjs';
+import { MATRIX, PROFILES, ensureN8n, installPaths, isInstalled } from '../../tools/n8n-install.mjs';
 import { REPO_ROOT, packPackage } from '../e2e/n8n.mjs';
 import { atLeast } from './n8n-rest.mjs';
 

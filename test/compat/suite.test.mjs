@@ -1,6 +1,6 @@
 /**
  * The compatibility suite: the packed package in one real n8n of the matrix (env COMPAT_PROFILE, a
- * profile of test/e2e/n8n-install.mjs, default `default`), against the emulator and the scripted model.
+ * profile of tools/n8n-install.mjs, default `default`), against the emulator and the scripted model.
  * `npm run test:compat` runs it once per profile; alone:
  *
  *   COMPAT_PROFILE=min node --import tsx --test test/compat/suite.test.mjs

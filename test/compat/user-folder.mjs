@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { installPaths } from '../e2e/n8n-install.mjs';
+import { installPaths } from '../../tools/n8n-install.mjs';
 import { installByHand, tempDir } from './install.mjs';
 import { startRegistry } from './registry.mjs';
 

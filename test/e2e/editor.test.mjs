@@ -21,7 +21,7 @@ import { conversationScenario, modelCredential } from './agent-scenarios.mjs';
 import { chain, node } from './fixtures.mjs';
 import { REPO_ROOT } from './n8n.mjs';
 import { aptInstall, isRoot, which } from './services.mjs';
-import { OWNER, startSandbox } from './sandbox.mjs';
+import { OWNER, startSandbox } from '../../tools/sandbox.mjs';
 import { startScriptedModel } from './scripted-model.mjs';
 
 const CHROMIUM = '/usr/bin/chromium';

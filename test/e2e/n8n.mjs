@@ -1,5 +1,5 @@
 /**
- * Helpers to run the packed package in a real, pinned n8n (see n8n-install.mjs): pack, make an n8n user
+ * Helpers to run the packed package in a real, pinned n8n (see tools/n8n-install.mjs): pack, make an n8n user
  * folder with the package installed the way n8n installs community packages, run the n8n CLI, import
  * credentials and workflows, execute workflows headless, and start an n8n server.
  *
@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { ensureN8n, installPaths } from './n8n-install.mjs';
+import { ensureN8n, installPaths } from '../../tools/n8n-install.mjs';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const PACKAGE_NAME = 'n8n-nodes-imagepack';

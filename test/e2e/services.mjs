@@ -277,7 +277,7 @@ let driver;
 async function pgDriver() {
 	if (!driver) {
 		const { createRequire } = await import('node:module');
-		const { installPaths, isInstalled } = await import('./n8n-install.mjs');
+		const { installPaths, isInstalled } = await import('../../tools/n8n-install.mjs');
 		const profile = process.env.COMPAT_PROFILE;
 		const from = profile && isInstalled(profile) ? profile : 'default';
 		driver = createRequire(path.join(installPaths(from).dir, 'package.json'))('pg');

@@ -4,9 +4,9 @@
  * the end-to-end suite and the sandbox can run the package in it. Idempotent: a marker file with the exact
  * versions makes a second run instant. A half-finished earlier install is removed and redone.
  *
- *   node test/e2e/n8n-install.mjs            # n8n 2.41.1 on Node 24 (the default profile)
- *   node test/e2e/n8n-install.mjs --profile=v1   # the newest n8n 1.x, on this machine's Node
- *   node test/e2e/n8n-install.mjs --print    # print the install folder, install nothing
+ *   node tools/n8n-install.mjs            # n8n 2.41.1 on Node 24 (the default profile)
+ *   node tools/n8n-install.mjs --profile=v1   # the newest n8n 1.x, on this machine's Node
+ *   node tools/n8n-install.mjs --print    # print the install folder, install nothing
  *
  * Cache root: $IMAGEPACK_N8N_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/n8n-nodes-imagepack.
  *

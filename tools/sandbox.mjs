@@ -25,9 +25,9 @@ import {
 	startTestEmulator,
 	withCredential,
 	withModelCredential,
-} from './fixtures.mjs';
+} from '../test/e2e/fixtures.mjs';
 import { cacheRoot, ensureN8n, installPaths, isInstalled } from './n8n-install.mjs';
-import { createUserFolder, importCredential, importWorkflow, ownerEnv, packPackage, publishWorkflow, querySqlite, startN8n } from './n8n.mjs';
+import { createUserFolder, importCredential, importWorkflow, ownerEnv, packPackage, publishWorkflow, querySqlite, startN8n } from '../test/e2e/n8n.mjs';
 
 const SANDBOX_DIR = path.join(cacheRoot(), 'sandbox');
 /** The owner account the README names; the sandbox and the editor suite log in with it. */

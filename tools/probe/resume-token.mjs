@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 /**
- * Measures, in a real n8n of a profile (test/e2e/n8n-install.mjs), what a retry of a crashed execution
+ * Measures, in a real n8n of a profile (tools/n8n-install.mjs), what a retry of a crashed execution
  * shares with the execution it retries, and what n8n's deduplication helpers answer a community node.
  *
- *   node test/e2e/probe/resume-token.mjs                 # n8n 2.41.1
- *   node test/e2e/probe/resume-token.mjs --profile=min   # n8n 1.100.1
+ *   node tools/probe/resume-token.mjs                 # n8n 2.41.1
+ *   node tools/probe/resume-token.mjs --profile=min   # n8n 1.100.1
  *
  * Two published workflows, Webhook → Code "Record" ($execution.resumeUrl, .id, .mode) → Probe "Hold"
  * (a community node: reports getMode(), getExecutionId() and getWorkflowDataProxy(0).$execution.resumeUrl
@@ -18,9 +18,9 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
-import { startCollector, waitFor } from '../fixtures.mjs';
-import { createUserFolder, executeWorkflow, importWorkflow, installPaths, querySqlite, startN8n } from '../n8n.mjs';
-import { createActiveWorkflow, ok, ownerSession } from '../../compat/n8n-rest.mjs';
+import { startCollector, waitFor } from '../../test/e2e/fixtures.mjs';
+import { createUserFolder, executeWorkflow, importWorkflow, installPaths, querySqlite, startN8n } from '../../test/e2e/n8n.mjs';
+import { createActiveWorkflow, ok, ownerSession } from '../../test/compat/n8n-rest.mjs';
 import { PROBE_TYPE, installProbeNode } from './probe-node.mjs';
 
 const profile = (process.argv.find((arg) => arg.startsWith('--profile=')) ?? '--profile=default').slice('--profile='.length);
@@ -129,7 +129,7 @@ try {
 	await n8n.kill();
 	await start();
 	session = await ownerSession(n8n.url, OWNER).catch(async () => {
-		const { restSession } = await import('../n8n.mjs');
+		const { restSession } = await import('../../test/e2e/n8n.mjs');
 		return restSession(n8n.url, OWNER);
 	});
 	const { parse } = createRequire(path.join(installPaths(profile).dir, 'package.json'))('flatted');

@@ -4,7 +4,7 @@
  * what becomes of an execution whose worker is SIGKILLed mid-node, and what Executions → Retry of it
  * runs:
  *
- *   node test/e2e/probe/queue-crash.mjs
+ *   node tools/probe/queue-crash.mjs
  *
  * A. the main still up and waiting for the job (Webhook "When last node finishes"); a new worker is
  *    started right after the kill (Bull's stalled-job check runs in workers);
@@ -19,9 +19,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { startCollector, waitFor } from '../fixtures.mjs';
-import { startQueueCluster } from '../queue.mjs';
-import { ensureQueueServices } from '../services.mjs';
+import { startCollector, waitFor } from '../../test/e2e/fixtures.mjs';
+import { startQueueCluster } from '../../test/e2e/queue.mjs';
+import { ensureQueueServices } from '../../test/e2e/services.mjs';
 import { PROBE_TYPE, packProbe } from './probe-node.mjs';
 
 const say = (message) => process.stderr.write(`[queue probe] ${message}\n`);

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { runCommand } from '../n8n.mjs';
+import { runCommand } from '../../test/e2e/n8n.mjs';
 
 const NODE_SOURCE = String.raw`
 'use strict';

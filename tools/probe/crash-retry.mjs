@@ -4,8 +4,8 @@
  * retried, in a real n8n of a profile (regular mode, SQLite), beside a retry of a failed execution and a
  * new execution with identical items. One n8n start, one kill, one restart:
  *
- *   node test/e2e/probe/crash-retry.mjs --profile=min     # n8n 1.100.1
- *   node test/e2e/probe/crash-retry.mjs --profile=v2.11   # n8n 2.11.4
+ *   node tools/probe/crash-retry.mjs --profile=min     # n8n 1.100.1
+ *   node tools/probe/crash-retry.mjs --profile=v2.11   # n8n 2.11.4
  *
  * Workflows (trigger → Code "Items" (2 items) → Probe "Generate", operation dump: it reports its mode,
  * ids, run index, execute data, the run data of itself and of every node upstream (through
@@ -19,10 +19,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { startGate } from '../crash-kit.mjs';
-import { startCollector, waitFor } from '../fixtures.mjs';
-import { createUserFolder, installPaths, querySqlite, restSession, startN8n, withRunData } from '../n8n.mjs';
-import { atLeast, createActiveWorkflow, ok, ownerSession } from '../../compat/n8n-rest.mjs';
+import { startGate } from '../../test/e2e/crash-kit.mjs';
+import { startCollector, waitFor } from '../../test/e2e/fixtures.mjs';
+import { createUserFolder, installPaths, querySqlite, restSession, startN8n, withRunData } from '../../test/e2e/n8n.mjs';
+import { atLeast, createActiveWorkflow, ok, ownerSession } from '../../test/compat/n8n-rest.mjs';
 import { PROBE_TYPE, installProbeNode } from './probe-node.mjs';
 
 const profile = (process.argv.find((arg) => arg.startsWith('--profile=')) ?? '--profile=default').slice('--profile='.length);

@@ -5,10 +5,10 @@
  * builds and packs the package. Progress goes to stderr; the last
  * stdout line is the tarball path.
  *
- *   node test/e2e/prepare.mjs [--no-build] [--profile=NAME …]
+ *   node tools/prepare.mjs [--no-build] [--profile=NAME …]
  */
 import { ensureN8n } from './n8n-install.mjs';
-import { packPackage } from './n8n.mjs';
+import { packPackage } from '../test/e2e/n8n.mjs';
 
 const args = process.argv.slice(2);
 const profiles = new Set(['default', ...args.filter((a) => a.startsWith('--profile=')).map((a) => a.split('=')[1])]);
