@@ -91,7 +91,13 @@ describe('package.json for n8n verification and provenance', () => {
 });
 
 describe('CHANGELOG.md', () => {
-	it('is in auto-changelog form (what `n8n-node release` regenerates) and covers the current version', () => {
+	it('is written by hand for sellers: `n8n-node release` writes its commit list elsewhere, in an ignored file', () => {
+		const settings = JSON.parse(read('.auto-changelog'));
+		assert.ok(settings.output && settings.output !== 'CHANGELOG.md', '.auto-changelog must send auto-changelog -p elsewhere');
+		assert.ok(read('.gitignore').split('\n').includes(settings.output), `${settings.output} must be ignored (release-it wants a clean tree)`);
+	});
+
+	it('has its header and a section for the current version', () => {
 		const changelog = read('CHANGELOG.md');
 		assert.match(changelog, /^### Changelog\n\nAll notable changes to this project will be documented in this file\. Dates are displayed in UTC\.\n/);
 		const versions = [...changelog.matchAll(/^#{3,4} \[?([^\]\s]+)/gm)].map((m) => m[1]).filter((v) => v !== 'Changelog');
