@@ -96,7 +96,7 @@ function sandbox() {
 	return run(process.execPath, ['--import', 'tsx', 'tools/sandbox.mjs', ...process.argv.slice(3)]);
 }
 
-/** Performance against the ideal (PRODUCT.md §7), on the emulator: `npm run bench [-- --quick|--markdown|--json]`. */
+/** Performance against the ideal (the targets: docs/performance.md), on the emulator: `npm run bench [-- --quick|--markdown|--json]`. */
 function bench() {
 	return run(process.execPath, ['--import', 'tsx', 'test/bench/run.mjs', ...process.argv.slice(3)]);
 }

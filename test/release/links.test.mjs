@@ -45,7 +45,7 @@ describe('tools/check-links.mjs', () => {
 		['a link out of the repository', 'docs/retry.md', 'The [API](../../shared/api/image-api.md).\n', /points outside the repository/],
 		['a path in a page that does not exist', 'docs/retry.md', 'Run `tools/old-installer.mjs`.\n', /tools\/old-installer\.mjs: no such file/],
 		['a file name in a comment that exists nowhere', 'nodes/generate/verdict.ts', '// Its cases: replay.test.ts.\n', /verdict\.ts:3: replay\.test\.ts: no file of that name/],
-		['a path in a comment under a top-level folder', 'test/unit/verdict.test.ts', '/* see test/integration/hostile.test.ts */\n', /test\/integration\/hostile\.test\.ts: no such file/],
+		['a path in a comment under a top-level folder', 'test/unit/verdict.test.ts', '/' + '* see test/integration/hostile.test.ts *' + '/\n', /test\/integration\/hostile\.test\.ts: no such file/],
 	]) {
 		it(`fails on ${what}`, () => {
 			const problems = checkLinks(repository({ ...correct, [file]: correct[file] + text }));
