@@ -3,7 +3,8 @@ module.exports = {
 	testEnvironment: 'node',
 	roots: ['<rootDir>/test'],
 	testMatch: ['**/*.test.ts'],
-	// The long seeded runs are *.soak.test.ts: `npm run test:soak` (jest.soak.config.js).
+	// The long seeded runs are *.soak.test.ts: `npm run test:soak` and `npm run test:money`
+	// (jest.soak.config.js).
 	testPathIgnorePatterns: ['/node_modules/', '/test/e2e/', '\\.soak\\.test\\.ts$'],
 	transform: {
 		'^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.test.json', isolatedModules: true }],

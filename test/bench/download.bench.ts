@@ -150,7 +150,7 @@ export function downloadFigures(cases: DownloadCase[]): Figure[] {
 				measured: growth,
 				ideal: image,
 				unit: 'bytes',
-				...(reference ? { target: 'reference (no n8n)' } : { maxRatio: 1.5, target: 'ratio ≤ 1.5 (§7)' }),
+				...(reference ? { target: 'reference (no n8n)' } : { maxRatio: 1.5, target: 'ratio ≤ 1.5' }),
 				note: 'Streaming costs a bounded amount, not a multiple of the image: Node frees socket chunks only when V8 collects them, and V8 lets about 30 MiB of such off-heap garbage pile up before it does, so growth follows the bytes streamed up to that cap (≈ 30 MiB for 4 × 4, 8, 16 or 32 MiB images alike). A bare node:http client piping the same files to disk shows the same growth, so "≤ 1.5 × one image" holds only for images of about 20 MiB and more. Proposed target: peak RSS growth ≤ 1.5 × the bare streaming client\'s, and independent of image size.',
 			}),
 		);

@@ -1,6 +1,6 @@
 // `npm run bench -- --n8n --n8n-parts=durable`: what Generate's durable record of each paid send
 // (generate/durable.ts: one `checkProcessedAndRecord` in n8n's deduplication store before every send)
-// costs a real n8n 2.41.1 (SQLite). PRODUCT.md §7: at its bound, batch wall time within 2 % of the same
+// costs a real n8n 2.41.1 (SQLite). The target: at its bound, batch wall time within 2 % of the same
 // batch without it, n8n's CPU per item shown beside it.
 //
 // The batch is the n8n bench's (Webhook → Split Out → Generate with downloads, n8n.bench.mjs). Builds:

@@ -1,7 +1,7 @@
 /**
  * One measured figure of the benchmark, and the plain-text / Markdown tables they are printed as.
  * A figure is compared with its ideal (what a perfect client would need on the same emulator); the
- * ratio measured / ideal is what the targets of PRODUCT.md §7 bound.
+ * ratio measured / ideal is what the benchmark's performance targets bound.
  */
 
 export type Verdict = 'pass' | 'miss' | 'info';

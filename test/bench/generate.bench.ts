@@ -212,7 +212,7 @@ export async function benchOverhead(env: BenchEnv): Promise<Figure[]> {
 					ideal: calls * c.latency,
 					unit: 'ms',
 					maxRatio: 1.1,
-					target: 'ratio ≤ 1.1 (as §7 batch, c=1)',
+					target: 'ratio ≤ 1.1 (as the batch at c=1)',
 				}),
 			);
 		}

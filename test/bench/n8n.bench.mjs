@@ -917,7 +917,7 @@ export function imagePackTriggerWorkflow(id, { pollSeconds = 1, maxPerPoll } = {
 }
 
 /**
- * What a careful user builds instead, following the API's incremental contract (§4.2): every 15 s a
+ * What a careful user builds instead, following the API's incremental pulling contract: every 15 s a
  * Code node turns the saved cursor into since_id (minus reread_overlap), HTTP Request reads the pages
  * (its Pagination option: since_id = next_since_id until a short page), a Code node drops keys seen
  * before (pack_id:version, kept in the workflow's static data) and moves the cursor, HTTP Request reads

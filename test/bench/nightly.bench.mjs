@@ -258,7 +258,7 @@ export async function benchN8nNightly(env, { endpoints, storage, sizes, concurre
 	for (const workflow of workflows) await publishWorkflow(user.dir, workflow.id);
 
 	// V8's young generation (`--max-semi-space-size`, MiB; 0: V8's default): at a 320 MB heap its default
-	// leaves V8 marking n8n's heap without a pause (docs/performance.md, "Where the retry's time went").
+	// leaves V8 marking n8n's heap without a pause (docs/large-batches.md, "The young generation").
 	const nodeOptions = [heapMiB ? `--max-old-space-size=${heapMiB}` : '', semiSpaceMiB ? `--max-semi-space-size=${semiSpaceMiB}` : ''].filter(Boolean).join(' ');
 	const heapEnv = nodeOptions ? { NODE_OPTIONS: nodeOptions } : {};
 	const setting = heapSetting({ heapMiB, semiSpaceMiB });

@@ -3,7 +3,7 @@
  * and two workers, about 1.5 minutes before the first figure). M webhook-started executions, each a
  * Generate (n = 2, downloads on) with the emulator's generation latency L, over W workers of concurrency c:
  * wall time from the first call to the last answer against the ideal ceil(M / (W × c)) × L
- * (PRODUCT.md §7: ≤ 1.2 ×), and how the executions were spread over the workers.
+ * (the target: ≤ 1.2 ×), and how the executions were spread over the workers.
  */
 import { emulatorCredential, startTestEmulator, withCredential } from '../e2e/fixtures.mjs';
 import { ensureN8n, packPackage } from '../e2e/n8n.mjs';

@@ -1,5 +1,5 @@
 /**
- * "n8n stopping mid-run never pays twice" (PRODUCT.md §3), in a running n8n 2.41.1 (regular mode,
+ * "n8n stopping mid-run never pays twice" (the product's promise), in a running n8n 2.41.1 (regular mode,
  * SQLite): Webhook → 8 products → Generate (Concurrency 1, Download Images on, On Error: Continue
  * (using error output)). The emulator holds the 4th generation until n8n has been SIGKILLed; n8n is
  * restarted on the same user folder and each crashed execution is retried over REST as the editor's

@@ -1,7 +1,7 @@
 /**
  * Hostile servers in the pinned n8n: the packed package runs with `n8n execute` against an "API" that
  * redirects, echoes the key and sends a file that never ends, next to a second server on another port
- * that records whatever reaches it. The harness covers every variant (test/integration/hostile.test.ts);
+ * that records whatever reaches it. The harness covers every variant (test/integration/transport/hostile.test.ts);
  * this file proves the classes hold inside a real n8n, with n8n's own HTTP helpers and binary data.
  */
 import assert from 'node:assert/strict';

@@ -15,7 +15,8 @@
  * with only the success output wired back, a batch whose items were all refused would give the loop no
  * input and end it early (reasoned, not measured).
  *
- * Four workflows side by side, one per case: Save Execution Progress off / on × batches of 10 / of 1. The
+ * Five workflows side by side, one per case: Save Execution Progress off / on × batches of 10 / of 1, and
+ * `on-sub10` (progress on, batches of 10, each batch in a sub-workflow; below). The
  * emulator holds the generations of one batch (the one at ~30 % of the products) once they ran and were
  * charged, so that each workflow is stopped with a batch in flight; then:
  *
@@ -37,12 +38,13 @@
  *                         CPU in garbage collection at the 320 MB heap
  *   LOOP_CRASH_LATENCY_MS generation time at the emulator (default 20 ms)
  *   LOOP_CRASH_HEAP_MB    n8n's --max-old-space-size (default 320)
- *   LOOP_CRASH_CASES      some of the cases only, e.g. `off-b10,on-b10` (default: off-b10, off-b1, on-b10, on-b1)
+ *   LOOP_CRASH_CASES      some of the cases only, e.g. `off-b10,on-b10` (default: off-b10, off-b1, on-b10, on-b1,
+ *                         on-sub10; `plain` only when named)
  *   LOOP_CRASH_REPORT     a file to write every number to (JSON)
  *   LOOP_CRASH_NODE_OPTIONS more options for n8n's Node, e.g. `--cpu-prof --cpu-prof-dir=<dir>` (a profile per n8n
  *                         start that ends by itself: the last; the killed ones write none), or
  *                         `--max-semi-space-size=8` (the README's setting for a small instance: at the 320 MB heap
- *                         V8's default young generation keeps it marking n8n's heap without a pause, docs/performance.md)
+ *                         V8's default young generation keeps it marking n8n's heap without a pause, docs/large-batches.md)
  *
  *   IMAGEPACK_TARBALL=<tgz> node --import tsx --test test/e2e/loop-crash.test.mjs
  */

@@ -1,5 +1,5 @@
 /**
- * The server's own truth about models, prices and image sizes (API document §2.2 and §8).
+ * The server's own truth about models, prices, reference limits and image sizes, as the API states them.
  * Deliberately independent of the node package's code: the emulator must not agree with a client bug.
  */
 
@@ -128,10 +128,10 @@ export function promptWantsText(prompt: string | undefined): boolean {
 }
 
 /**
- * The `auto` rules of §2.2: nano-banana-2 by default; gpt-image-2 when the prompt asks for text in the
- * image; when the reference count exceeds the preferred model's limit, the first model (in the order
- * gpt-image-2, nano-banana-2, seedream, qwen — Stable before Testing) that fits the references, the
- * ratio and the resolution. Returns undefined when nothing fits.
+ * The API's rules for model `auto`: nano-banana-2 by default; gpt-image-2 when the prompt asks for
+ * text in the image; when the reference count exceeds the preferred model's limit, the first model
+ * (in the order gpt-image-2, nano-banana-2, seedream, qwen — Stable before Testing) that fits the
+ * references, the ratio and the resolution. Returns undefined when nothing fits.
  */
 export function chooseAutoModel(
 	prompt: string | undefined,

@@ -402,7 +402,7 @@ export function registerControlRoutes(app: FastifyInstance, runtime: Runtime, re
 		wrap((req) => {
 			const body = parse(schemas.image, req.body);
 			const image = s().findImage(s().account(body.accountId).id, body.image);
-			// §2.9: images referenced by a published version are never auto-cleaned.
+			// The API's rule: images referenced by a published version are never auto-cleaned.
 			if (!image.published) image.cleaned = true;
 			return { ...imageView(image), protected: image.published };
 		}),

@@ -1,4 +1,4 @@
-/** API errors and the localized texts of the emulator (error messages are always Chinese, per §1/§7). */
+/** API errors and the localized texts of the emulator (the API's error messages are always Chinese). */
 
 export class ApiError extends Error {
 	constructor(

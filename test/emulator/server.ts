@@ -248,7 +248,7 @@ function promptOf(body: unknown): string | undefined {
 	return typeof prompt === 'string' ? prompt : undefined;
 }
 
-/** §5: Bearer key → live key → scope → per-key rate limit. */
+/** The API's authentication: Bearer key → live key → scope → per-key rate limit. */
 function authenticate(ctx: Ctx, req: FastifyRequest, scope: string): ApiKeyRecord {
 	const header = req.headers.authorization;
 	const match = /^Bearer\s+(\S+)\s*$/i.exec(typeof header === 'string' ? header : '');

@@ -13,7 +13,7 @@ export const DAY_MS = 24 * 60 * 60 * 1000;
 export const SIGNED_LINK_TTL_MS = 60 * 60 * 1000;
 export const NEW_ACCOUNT_AGE_MS = 7 * DAY_MS;
 export const NEW_ACCOUNT_DAILY_LIMIT = 2000;
-/** Records published before this instant carry schemaVersion 2 (§2.9). */
+/** Records published before this instant (2026-09-10) carry schemaVersion 2, as the API states. */
 export const SCHEMA_V3_FROM = Date.UTC(2026, 8, 10);
 export const ALL_SCOPES = ['generate:write', 'assets:read', 'documents:read'];
 
@@ -264,7 +264,7 @@ export class EmulatorState {
 	readonly latency = new Map<RouteName | '*', number>();
 	behaviour: (GenerationBehaviour & { remaining: number }) | null = null;
 	rateLimit: RateLimit = { perKeyPerMinute: null };
-	/** The reread_overlap the publication list announces (the document shows 50). */
+	/** The reread_overlap the publication list announces (the API's shown responses say 50). */
 	rereadOverlap = 50;
 	private readonly keyHits = new Map<string, number[]>();
 	readonly requestLog: RequestLogEntry[] = [];
@@ -501,7 +501,7 @@ export class EmulatorState {
 
 	/**
 	 * The same publication (pack_id, version, fields, frozen manifest) listed again under the next id
-	 * of the sequence: §4.2 tells clients to deduplicate by (pack_id, version), not by id.
+	 * of the sequence: the API tells clients to deduplicate by (pack_id, version), not by id.
 	 */
 	repeatPublication(id: number, commit: boolean): PublicationRecord {
 		const original = this.publications.get(id);

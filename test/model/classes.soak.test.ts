@@ -850,10 +850,10 @@ describe('found at 6443455 by the commit seed 222602566 and seed 1002 (fixed sin
 		]);
 	});
 
-	// cap passed (seed 7, open): n8n killed after the node ran (before it saved), its sends still
-	// in the claims' row; the retry, rows reversed, sent its first row before its claims found the
-	// others sent by the killed attempt: their estimates counted too late. Closing it needs the
-	// retry to know, before its first send, what the killed attempt sent (a read of the claims' row).
+	// cap passed (seed 7): n8n killed after the node ran (before it saved), its sends still in the
+	// claims' row; the retry, rows reversed, sent its first row before its claims found the others
+	// sent by the killed attempt: their estimates counted too late. Held now: under a cap a retry
+	// asks the claims' row, a wave of lanes at a time, before its first send.
 	it('6. Max Credits per Execution 24, killed after the node before n8n saved, retried with the rows reversed: the family passes the cap', async () => {
 		await runHistory(emulator, 'real', [
 			new NewExecution(
@@ -923,10 +923,10 @@ describe('found at 6443455 by the commit seed 222602566 and seed 1002 (fixed sin
 		]);
 	});
 
-	// refused for a key never paid (seeds 137808948 and 5, open): two rows of one key at Concurrency
-	// 8; the second finds the first's claim in flight and is told idempotency_key_used, then the
-	// service refuses the first (a refunded 500): the key was never paid, yet its second row was
-	// refused. Closing it: a twin waits for the outcome of the claim it found in flight.
+	// refused for a key never paid (seeds 137808948 and 5): two rows of one key at Concurrency 8;
+	// the second found the first's claim in flight and was told idempotency_key_used, then the
+	// service refused the first (a refunded 500): the key was never paid, yet its second row was
+	// refused. Held now: a twin waits for the outcome of the claim it found in flight.
 	it('2. a twin row told idempotency_key_used while its twin is in flight, then the twin refused: the key never paid', async () => {
 		await runHistory(emulator, 'scaled', [
 			new NewExecution(

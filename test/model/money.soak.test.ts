@@ -35,7 +35,7 @@ const SHRINK = process.env.MODEL_SHRINK !== '0';
  */
 const TALLY = process.env.MODEL_TALLY === '1';
 
-/** A seed from the commit: the first 8 hex digits of HEAD, as a number (1 when there is no git). */
+/** A seed from the commit: the first 7 hex digits of HEAD, as a number (1 when there is no git). */
 function commitSeed(): number {
 	try {
 		// eslint-disable-next-line @n8n/community-nodes/no-dangerous-functions -- a test reading its commit

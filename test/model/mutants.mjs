@@ -2,7 +2,7 @@
 /**
  * The checker can fail (issues 49, 56): realistic mistakes in Generate's money path, each made on
  * purpose in a copy of the repository, and the bounded checker (money.soak.test.ts) run there at
- * CI's budget (each seed: MODEL_RUNS histories or MODEL_MINUTES, the defaults `npm run test:soak`
+ * CI's budget (each seed: MODEL_RUNS histories or MODEL_MINUTES, the defaults `npm run test:money`
  * uses) on CI's seeds (49, then the seed of the commit). Prints a table: mutant, found or not, the
  * rule broken, histories and minutes until found.
  *

@@ -1,7 +1,7 @@
 /**
- * The node's model catalog, checked twice: against the API document's own table (§2.2, §4.1, §8) as
- * literal numbers, and against the emulator's independent catalog for every combination of model,
- * ratio, resolution, quality, reference count and n.
+ * The node's model catalog, checked twice: against the API's own model table, billing example and
+ * reference limits as literal numbers, and against the emulator's independent catalog for every
+ * combination of model, ratio, resolution, quality, reference count and n.
  */
 import {
 	AUTO_MODEL,
@@ -180,7 +180,7 @@ describe('catalog: the API document’s table, as literal expectations', () => {
 	);
 
 	it('reproduces the document’s reservation example and other rows', () => {
-		// §4.1 billing rule 6: nano-banana-2 at 2K with n = 2 reserves 32 credits.
+		// The API's reservation example: nano-banana-2 at 2K with n = 2 reserves 32 credits.
 		expect(estimateCredits('nano-banana-2', '3:4', query('2K'), 2)).toBe(32);
 		expect(estimateCredits('nano-banana-2', '3:4', query(''), 2)).toBe(32);
 		// gpt-image-2 high with 3 references: 53 per image.
@@ -192,7 +192,7 @@ describe('catalog: the API document’s table, as literal expectations', () => {
 		expect(estimateCredits('qwen-image-3.0-pro', '1:1', query('2K', 3), 2)).toBe(22);
 	});
 
-	it('enforces the reference limits of §8: 14, 16, 16, 10, 3', () => {
+	it("enforces the API's reference limits: 14, 16, 16, 10, 3", () => {
 		// [limit, credits per image at 1K with that many references: GPT is billed as medium, +1 each]
 		const limits: Record<string, [number, number]> = {
 			'nano-banana-2': [14, 12],
@@ -280,7 +280,7 @@ const EMULATOR_PARAMETER: Record<string, string> = {
 	ref_image_ids: 'referenceImageIds',
 };
 
-/** What the emulator would do with an explicit-model request (its §2.2 rules, in its order). */
+/** What the emulator would do with an explicit-model request (its model table's rules, in its order). */
 function emulatorVerdict(
 	id: EmulatorModelId,
 	ratio: Ratio,

@@ -1,6 +1,7 @@
 /**
- * The table of error codes: English messages chosen by error.code (API document §7) and the facts of
- * the route (§5), and which rows carry each rule.
+ * The table of error codes: English messages chosen by error.code (the API's messages are Chinese
+ * and may change; its codes are the contract) and the facts of the route (the scope it needs), and
+ * which rows carry each rule.
  */
 import {
 	CODES,
@@ -74,7 +75,7 @@ describe('SCOPE_OPERATIONS', () => {
 });
 
 describe('englishMessage', () => {
-	// Every code of §7, with words the message must carry.
+	// Every code the API answers with, with words the message must carry.
 	it.each([
 		['invalid_request', 400, /rejected the request as invalid/],
 		['invalid_model', 400, /does not support the requested model/],

@@ -4,8 +4,12 @@
  * SupplyDataContext, `isToolExecution()` true), AI Agent 3.x as a step of the workflow (an ordinary
  * ExecuteContext whose input item carries `toolCallId`). The model receives the JSON of the output
  * items only, and an error thrown by the tool reaches it as an empty string (2.x) or as its bare
- * message (3.x). So as a tool the node never throws: a failure becomes one item whose `error` text
- * says what failed, the code, what was charged, the request id and what to change.
+ * message (3.x). So under an AI Agent the node does not throw: a failure becomes one item whose
+ * `error` text says what failed, the code, what was charged, the request id and what to change
+ * (router.ts). It throws in two cases: under n8n's MCP Server Trigger (`runsUnderMcp`), where only a
+ * thrown error reaches the client flagged as an error, router.ts throws that same text as the
+ * error's message; and a saved workflow naming an operation the node does not have fails before any
+ * tool handling.
  *
  * Also: how a run tells it is a tool call, and where the execution's context data is read.
  */

@@ -1,5 +1,6 @@
 /**
- * The service's model catalog (API document, section 2.2) as data. The node's UI options, its request
+ * The service's model catalog (per model, as the API lists them: its ratios, resolutions, quality
+ * levels, reference limit, credits per image and status) as data. The node's UI options, its request
  * validation and its credit estimates are all derived from this one table.
  */
 

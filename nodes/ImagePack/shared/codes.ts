@@ -1,12 +1,18 @@
 /**
- * Every error code the node raises or the API documents (API document §7), one row each, and all
- * that depends on a code is read from its row: adding a code is adding a row. The service's own
- * messages are Chinese and may change, so the node goes by the code only and keeps the API's message
- * as detail. A code the API adds later is not in the table: it reaches the user as the API sent it,
- * with a message chosen by its HTTP status, and the defaults below.
+ * Every error code the node raises or the API answers with (the API's: invalid_request,
+ * invalid_model, reference_image_missing, unauthorized, invalid_api_key, insufficient_credits,
+ * insufficient_scope, session_not_found, rate_limited, new_user_daily_limit, internal_error), one
+ * row each, and all that depends on a code is read from its row: adding a code is adding a row.
+ * The service's own messages are Chinese and may change, so the node goes by the code only and
+ * keeps the API's message as detail. A code the API adds later is not in the table: it reaches the
+ * user as the API sent it, with a message chosen by its HTTP status, and the defaults below.
  */
 
-/** Which operations each scope (API document §5) unlocks, for messages that tell the user what to tick. */
+/**
+ * Which operations each scope of an API key unlocks (the API's three: generate:write for generating,
+ * assets:read for files, documents:read for both publication endpoints), for messages that tell the
+ * user what to tick.
+ */
 export const SCOPE_OPERATIONS = {
 	'generate:write': 'Generate',
 	'assets:read':
@@ -137,7 +143,7 @@ export const CODES = {
 	answer_cut_off: {
 		message: 'The answer of the Image Pack API was cut off before it was complete',
 	},
-	server_fault: {}, // an answer against the API document (a list without items, ids going back)
+	server_fault: {}, // an answer against the API's contract (a list without items, ids going back)
 	// No answer.
 	timeout: {
 		next: 'Tell the user to check the session on the Image Pack website before asking again.',

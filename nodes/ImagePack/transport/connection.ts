@@ -1,6 +1,7 @@
 /**
- * Where a call goes and what bounds it: the API's routes (API document §4) as data: method, path,
- * the scope each needs (§5), whether it costs credits, what a 404 on it means; file references
+ * Where a call goes and what bounds it: the API's routes (generate, the publication list and
+ * detail, the file endpoint) as data: method, path, the scope each needs (generate:write,
+ * documents:read, assets:read), whether it costs credits, what a 404 on it means; file references
  * resolved against the credential's origin; and one call's bounds, a deadline and the execution's
  * cancel signal (Stop), merged into the signal every request, body read and wait of the call
  * listens to. The credential itself is credential.ts.

@@ -1,6 +1,6 @@
 /**
- * Files. The API answers `/api/file/<name>` with a 302 to a signed link valid for one hour (API
- * document §4.4). A download fetches that link (and any further hop, at most
+ * Files. The API answers `/api/file/<name>` with a 302 to a signed link valid for one hour, which
+ * clients must follow. A download fetches that link (and any further hop, at most
  * `limits.maxSignedLinkRedirects`) without the Authorization header and only over http(s); bodies
  * are streamed into n8n's binary data, capped in size and bounded in time.
  *

@@ -90,10 +90,12 @@ export async function generate<T extends IDataObject>(
  * Ownership. Does a record made under another key belong to the account behind this key? The API has no "who
  * am I", so the node asks about something the record holds, and only two answers prove anything:
  *
- * - a publication's detail (API document §4.3): 200 is this account's, 404 another account's;
- * - a generated file (§4.4, "requested with the same key"): the file endpoint's 302 is this account's
- *   (a stated assumption, tested both ways against the emulator; the redirect is not followed). Its
- *   404 proves nothing: the file may have been cleaned up (retention is not documented).
+ * - a publication's detail: 200 is this account's, 404 another account's (the API answers 404 for
+ *   another account's record);
+ * - a generated file (the API says a file is "requested with the same key" as its generation): the
+ *   file endpoint's 302 is this account's (a stated assumption, tested both ways against the
+ *   emulator; the redirect is not followed). Its 404 proves nothing: the file may have been cleaned
+ *   up (the API does not state the endpoint's retention).
  *
  * Anything else — 401, 403 for a key without the scope, 429, 5xx, a timeout — is `unknown`, and the
  * caller then neither uses the record nor throws it away: it reports the record as uncertain, or

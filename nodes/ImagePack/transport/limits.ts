@@ -11,7 +11,7 @@ export const DEFAULT_TIMEOUT_MS = 60_000;
 export const DOWNLOAD_TIMEOUT_MS = 300_000;
 /** Resolving one signed link (a single GET, retries included). */
 export const LINK_TIMEOUT_MS = 30_000;
-/** How long the file endpoint's signed link works (API document §4.4). */
+/** How long the file endpoint's signed link works: one hour, as the API states for its redirect. */
 export const SIGNED_LINK_VALIDITY_MS = 60 * 60 * 1000;
 /** Taken off the hour in a link's stated expiry: the clocks of n8n and the service may differ. */
 export const SIGNED_LINK_MARGIN_MS = 5 * 60 * 1000;

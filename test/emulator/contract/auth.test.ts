@@ -1,6 +1,7 @@
 /**
- * Contract: §5 authentication on every endpoint, the scope table, the key error codes of §7,
- * per-key rate limiting (429 rate_limited + Retry-After) and X-Request-Id on every response.
+ * Contract: authentication (`Authorization: Bearer <key>`) on every endpoint, the scope table, the
+ * key error codes (401 unauthorized, 401 invalid_api_key, 403 insufficient_scope), per-key rate
+ * limiting (429 rate_limited + Retry-After) and X-Request-Id on every response.
  */
 import { call, expectError, setup } from './helpers';
 import type { CallOptions } from './helpers';

@@ -1,6 +1,7 @@
 /**
- * Contract: §4.4 file download — 302 to a signed link on another host, valid one hour, needing no key;
- * real PNGs at the reported size for every ratio × resolution, with stable bytes per image.
+ * Contract: the file download (`GET /api/file/<name>`) — 302 to a signed link on another host,
+ * valid one hour, needing no key; real PNGs at the reported size for every ratio × resolution, with
+ * stable bytes per image.
  */
 import { createHash } from 'crypto';
 

@@ -1,7 +1,7 @@
 /**
- * Contract: POST /api/v1/generate — the model table (§2.2), the auto rules, the response shape (§2.3),
- * warnings (§2.4), sessions (§2.5), reference images (§2.6), validation and billing rules (§4.1),
- * and the generation error codes and limits (§7, §8).
+ * Contract: POST /api/v1/generate — the model table, the auto rules, the response shape, warnings,
+ * sessions, reference images, the validation and billing rules, and the generation error codes and
+ * limits, as the API states them.
  */
 import { dimensions } from '../catalog';
 import type { Ratio, Resolution } from '../catalog';

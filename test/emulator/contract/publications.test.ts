@@ -1,7 +1,8 @@
 /**
- * Contract: §2.7–2.9 and §4.2–4.3 — publication records, the list (paging, cursor echo, overlap,
- * dedupe key), details with frozen schemaVersion 3 and 2 manifests, download_url null after a manual
- * delete, the global id sequence, versions per pack, out-of-order commits and 100k-record lists.
+ * Contract: the publication endpoints (list and detail) — publication records, the list (paging,
+ * cursor echo, overlap, dedupe key), details with frozen schemaVersion 3 and 2 manifests,
+ * download_url null after a manual delete, the global id sequence, versions per pack, out-of-order
+ * commits and 100k-record lists.
  */
 import { call, expectError, setup } from './helpers';
 

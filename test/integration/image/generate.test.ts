@@ -140,7 +140,7 @@ describe('Generate', () => {
 	});
 
 	describe('bad input fails before any request and moves no credits', () => {
-		// Every rule is proven in test/unit/validate.test.ts; here, one of each kind (the request's
+		// Every rule is proven in test/unit/image/generate/request.test.ts; here, one of each kind (the request's
 		// content, the model's catalog, an option) proves what the node does with a bad item.
 		// [case, parameters of both items, parameters item 1 overrides with a bad value, message]
 		const cases: Array<[string, INodeParameters, INodeParameters, RegExp]> = [

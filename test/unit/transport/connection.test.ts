@@ -1,10 +1,10 @@
 /**
- * Where a call goes: the route, and so the scope (API document §5), of a path; where a file
- * reference points and whether it may get the key (PRODUCT.md §3: never send the key to another host).
+ * Where a call goes: the route, and so the scope of an API key it needs, of a path; where a file
+ * reference points and whether it may get the key (never sent to another host).
  */
 import { resolveFileReference, routeOf } from '../../../nodes/ImagePack/transport/connection';
 
-describe('routeOf: the route, and so the scope (API document §5), of a path', () => {
+describe('routeOf: the route, and so the scope an API key needs, of a path', () => {
 	const LIST = '/api/v1/image-pack-publications';
 	it.each([
 		['/api/v1/generate', 'generate:write'],

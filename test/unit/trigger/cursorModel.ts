@@ -1,7 +1,8 @@
 /**
- * A model of the publication list (§4.2) and a driver that polls it the way the trigger does, for
- * the pure cursor tests: global ids, several accounts, out-of-order commits within the contract's
- * overlap, the same publication listed under more than one id.
+ * A model of the publication list (`GET /api/v1/image-pack-publications`: ids above `since_id`,
+ * ascending, with `next_since_id` and `reread_overlap`) and a driver that polls it the way the
+ * trigger does, for the pure cursor tests: global ids, several accounts, out-of-order commits within
+ * the contract's overlap, the same publication listed under more than one id.
  */
 import {
 	DEFAULT_OVERLAP,
@@ -44,7 +45,7 @@ export const rec = (id: number, pack = `pk_${id}`, version = 1): PublicationReco
 type Owned = PublicationRecord & { account: string };
 
 /**
- * An in-memory model of the publication list (§4.2): global ids, commits possibly out of order,
+ * An in-memory model of the publication list: global ids, commits possibly out of order,
  * and the same publication (pack_id, version) listed again under a later id.
  */
 export class Model {

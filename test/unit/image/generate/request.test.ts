@@ -1,7 +1,8 @@
 /**
- * Generate's up-front validation (PRODUCT.md §3, API document §2.1, §4.1, §8): every bad input fails
- * before anything is sent, naming the parameter and the allowed values; the body carries only what
- * the user set (quality only for GPT models).
+ * Generate's up-front validation (the API's request fields, its validation rules and limits: a
+ * prompt of at most 4000 characters, n of 1, 2 or 4, each model's ratios, resolutions and reference
+ * limit): every bad input fails before anything is sent, naming the parameter and the allowed values;
+ * the body carries only what the user set (quality only for GPT models).
  */
 import {
 	type GenerateParameters,
@@ -177,7 +178,7 @@ describe('validateGenerate: quality only for GPT models', () => {
 	});
 });
 
-describe('validateGenerate: every failure PRODUCT.md §3 lists', () => {
+describe('validateGenerate: every bad input is refused before sending', () => {
 	it.each([
 		['empty prompt, empty references', { prompt: '', referenceImageIds: '' }],
 		['blank prompt, empty references', { prompt: '   \n\t', referenceImageIds: '' }],

@@ -1,15 +1,19 @@
 /**
  * Where the ledger's values (ledger.ts) are written so that they survive n8n being killed: n8n's
- * deduplication store (`helpers.checkProcessedAndRecord`, scopes `workflow` and `node`), the one write
- * a node can make mid-run that is committed before the promise resolves (docs/retry.md, "When n8n
- * stops mid-run"). It keeps MD5 hashes only: a value says "this was recorded", never what it came to.
- * What a found value means is the verdict's (verdict.ts).
+ * deduplication store (`helpers.checkProcessedAndRecord`), the one write a node can make mid-run that
+ * is committed before the promise resolves (docs/retry.md, "When n8n stops mid-run"). Two scopes:
+ * scope `workflow` (the claims' row, shared by the workflow's nodes; `inClaimsRow`) holds each item's
+ * claim, its `send` values (`again` for a resend) and its Idempotency Key's `key` and `open`; scope
+ * `node` (the sends' row) holds the paid sends moved there, each plain execution's `began <run>` and
+ * tool calls' windows (`tool`). It keeps MD5 hashes only: a value says "this was recorded", never
+ * what it came to. What a found value means is the verdict's (verdict.ts).
  *
  * The store has no lock and reads and rewrites one row per scope on each call: the calls of one
  * process are put in one line per row (`inTurn`); two processes (queue-mode workers) writing the
  * same row in the same instant can still lose a record. Each call's cost grows with its row
  * (docs/performance.md), so a claim goes to a small row and paid sends move, in groups, to a large
- * one that only a retry reads (`RECORD_LIMITS`).
+ * one whose sends only a retry reads (`RECORD_LIMITS`); a plain execution's first node run writes
+ * its one `began` value there.
  */
 import type { IExecuteFunctions } from 'n8n-workflow';
 
@@ -21,11 +25,11 @@ import { inClaimsRow, kindOf, ledger } from './ledger';
  * The rows and their caps, in values. A claim is written to the workflow's row (`claims`), which it
  * shares with the Idempotency Keys (`key <node> …`): a claim costs a read and rewrite of a small row,
  * whatever the size of the batch. Once settled as paid, sends are moved in groups of `moveAt` to the
- * node's row (`sends`: a 10,000-item run and what runs beside it), which a run reads only when it
- * is a retry (`open`). Beyond a cap n8n drops the oldest values; the claims row holds `keys` keys
- * whatever else it holds (`claims` more: those in flight and not yet moved), and a run that finds a
- * row full says so (`full`). A claim is written just before its own send, never ahead of it: n8n
- * killed leaves recorded but not sent at most the items whose claims had just been written.
+ * node's row (`sends`: a 10,000-item run and what runs beside it), whose sends a run reads only
+ * when it is a retry (`open`). Beyond a cap n8n drops the oldest values; the claims row holds `keys`
+ * keys whatever else it holds (`claims` more: those in flight and not yet moved), and a run that
+ * finds a row full says so (`full`). A claim is written just before its own send, never ahead of
+ * it: n8n killed leaves recorded but not sent at most the items whose claims had just been written.
  */
 export const RECORD_LIMITS = {
 	sends: 12_000,

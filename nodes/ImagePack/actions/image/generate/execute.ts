@@ -3,11 +3,11 @@
  * a batch costs nothing, and its identity is made once (identity.ts); items then run with bounded
  * concurrency on the item loop, output in input order. One item, top to bottom (`paidAnswer`):
  *
- *   verdict from memory → [prove the account | reserve credits, claim] → verdict → send → settle
+ *   verdict → [if it asks: prove the account | reserve credits → claim → verdict] → send → settle
  *
- * The verdict (verdict.ts) first reads what the execution remembers of the item; when it asks, the
- * item's account is proven (another key's generation) or, once the caps let it, its ledger values
- * are claimed (claims.ts, durable.ts), and it decides again: sent, returned again, or not sent.
+ * The verdict (verdict.ts) is asked first, on what the execution remembers of the item; only when it
+ * asks is the item's account proven (another key's generation) or, once the caps let it, its ledger
+ * values claimed (claims.ts, durable.ts), and it decides again: sent, returned again, or not sent.
  * `settle` keeps the outcome in the memory, the ledger and the credit caps, in one place. Only a send spends, and only once its
  * claim is written where it survives n8n being killed; the transport resends a generation only after
  * `429` or a connection refused before anything left. Why an item was not sent: verdict.ts, whose
@@ -509,7 +509,7 @@ export async function execute(
 		? [...items.keys()].sort((a, b) => Number(reported[a]) - Number(reported[b]))
 		: undefined;
 	// One lane: downloads wait for the last generation at no cost in time, and back to back their
-	// buffers cost n8n's heap a full collection every ~10 items, not every 3-4 (docs/performance.md).
+	// buffers cost n8n's heap fewer full collections than between generations (docs/performance.md).
 	// More lanes: a download overlaps the other lanes' generations.
 	const later = lanes === 1 && items.length > 1 ? new Map<number, Finish>() : undefined;
 	const paid: string[] = [];

@@ -179,7 +179,7 @@ function checkedContent(parameters: GenerateParameters) {
 	return { prompt, references };
 }
 
-/** Model, ratio, resolution, count, purpose and quality, each against what the model offers (§2.2). */
+/** Model, ratio, resolution, count, purpose and quality, each against what the model offers (catalog.ts). */
 function checkedChoices(parameters: GenerateParameters, referenceCount: number) {
 	const modelId = oneOf('model', 'Model', parameters.model || AUTO_MODEL, MODEL_IDS);
 	const model = findModel(modelId);

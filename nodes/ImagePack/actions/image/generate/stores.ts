@@ -2,7 +2,8 @@
  * The two memories the item sequence (execute.ts) reads, in one vocabulary (`Outcome`). Pure: the
  * caller hands in the store object and the clock; no n8n, no timers.
  *
- * - `RunMemory`, per execution: one record per item of the node's latest run, and the count of
+ * - `RunMemory`, per execution: one record per item of the node's latest run (of every run when the
+ *   runs are AI Agent 3.x tool calls, which may overlap: recall.ts `openMemory`), and the count of
  *   identical asks so far (identity.ts), in the node's execution context data.
  * - `PendingGenerations`, per n8n process (the main, or the queue-mode worker that ran the call): per
  *   generation its key (the workflow and node, the key's fingerprint, the request: never the API
