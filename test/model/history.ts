@@ -46,6 +46,7 @@ import {
 	type Account,
 	type Attempt,
 	type Caps,
+	type Credential,
 	type Report,
 	type Request,
 	type Row,
@@ -90,7 +91,7 @@ export interface RunSpec {
 	onError: OnError;
 	/** Resend Uncertain Generations (a new execution has it too: it must change nothing there). */
 	resend: boolean;
-	credential: 'fixed' | 'perItem';
+	credential: Credential;
 	/** AI Agent 3.x: each run is a call, its item carrying the model's `toolCallId`. */
 	asTool: boolean;
 	/** A saved workflow that still carries Clear Idempotency Key on (removed: ignored). */
@@ -133,7 +134,7 @@ export type Interrupt =
 export interface Edit {
 	resend?: boolean;
 	legacyClear?: boolean;
-	credential?: 'fixed' | 'perItem';
+	credential?: Credential;
 	onError?: OnError;
 	maxPerExecution?: number;
 }
@@ -365,6 +366,8 @@ export class System {
 	/** The budgets the node read (RECORD_LIMITS after scaling): what the model allows beyond. */
 	private limits: Record<string, number> = {};
 	private keys!: Record<Account, string>;
+	/** Account A's second API key (the credential `second`: a new key of the same account). */
+	private secondKey!: string;
 	private accounts!: Map<string, Account>;
 	/** Held requests of killed processes, never released (their process is gone). */
 	private readonly stale = new Set<number>();
@@ -389,6 +392,7 @@ export class System {
 		const b = await control.createAccount({ credits: 1_000_000 });
 		const key = await control.createKey({ accountId: b.accountId });
 		this.keys = { A: this.emulator.apiKey, B: key.key };
+		this.secondKey = (await control.createKey({ accountId: this.emulator.accountId })).key;
 		this.accounts = new Map([
 			[this.emulator.accountId, 'A'],
 			[b.accountId, 'B'],
@@ -420,7 +424,12 @@ export class System {
 	}
 
 	private credentials(credential: RunSpec['credential']) {
-		const apiKey = credential === 'fixed' ? this.keys.A : '={{ $json.apiKey }}';
+		const apiKey =
+			credential === 'perItem'
+				? '={{ $json.apiKey }}'
+				: credential === 'second'
+					? this.secondKey
+					: this.keys.A;
 		return { baseUrl: this.emulator.baseUrl, apiKey };
 	}
 
@@ -445,8 +454,8 @@ export class System {
 		return { seq: log.at(-1)?.seq ?? 0, turns: new Set(turns.map((turn) => turn.id)) };
 	}
 
-	private async paidTurns(): Promise<Array<Omit<Turn, 'seq' | 'at'> & { createdAt: number }>> {
-		const turns: Array<Omit<Turn, 'seq' | 'at'> & { createdAt: number }> = [];
+	private async paidTurns(): Promise<Array<Omit<Turn, 'seq' | 'at' | 'apiKey'> & { createdAt: number }>> {
+		const turns: Array<Omit<Turn, 'seq' | 'at' | 'apiKey'> & { createdAt: number }> = [];
 		for (const [accountId, account] of this.accounts) {
 			for (const turn of await this.emulator.control.turns(accountId)) {
 				if (turn.charged > 0) {
@@ -660,6 +669,13 @@ export class System {
 		);
 	}
 
+	/** A request's API key by name: `A`, `A2` (A's second key), `B`, or as sent. */
+	private keyName(authorization = ''): string {
+		const key = authorization.replace(/^Bearer /, '');
+		if (key === this.secondKey) return 'A2';
+		return (Object.keys(this.keys) as Account[]).find((a) => this.keys[a] === key) ?? key;
+	}
+
 	/** The world as the model reads it: requests and paid turns from the service, the journal. */
 	async world() {
 		const log = await this.emulator.control.requests({ route: 'generate' });
@@ -667,6 +683,7 @@ export class System {
 			seq: entry.seq,
 			prompt: String(entry.prompt),
 			account: entry.accountId ? this.accounts.get(entry.accountId) : undefined,
+			apiKey: this.keyName(entry.headers.authorization),
 			refused: entry.status !== null && entry.status >= 400,
 			answered:
 				entry.status !== null &&
@@ -688,7 +705,12 @@ export class System {
 				)
 				.at(-1);
 			if (request) matched.add(request.seq);
-			return { ...turn, seq: request?.seq ?? 0, at: request?.at ?? createdAt };
+			return {
+				...turn,
+				seq: request?.seq ?? 0,
+				apiKey: request?.apiKey ?? '',
+				at: request?.at ?? createdAt,
+			};
 		});
 		const caps: Caps = {
 			sends: this.limits.sends ?? Infinity,
@@ -1277,12 +1299,22 @@ const reuseStory: fc.Arbitrary<Command[]> = fc
 
 /**
  * Story 3, the user's Stop: a loop with Download Images on (Concurrency 1: the downloads follow the
- * last generation), sometimes a cap, stopped at a download or at a send; then Executions → Retry of
- * it (Resend on or off) or the same rows as a new execution.
+ * last generation), sometimes a cap, stopped at a download, at a send, or between items (at a store
+ * call, while paid items wait for their downloads); then Executions → Retry of it (Resend on or off)
+ * or the same rows as a new execution.
  */
 const stopStory: fc.Arbitrary<Command[]> = fc
-	.tuple(specArb, atRequest, fc.boolean(), fc.boolean(), fc.constantFrom(0, 24, 36))
-	.map(([spec, at, again, resend, maxPerExecution]) => {
+	.tuple(
+		specArb,
+		fc.oneof(
+			atRequest.map((at): Interrupt => ({ kind: 'stopAt', ...at })),
+			storeCall.map((at): Interrupt => ({ kind: 'stop', at })),
+		),
+		fc.boolean(),
+		fc.boolean(),
+		fc.constantFrom(0, 24, 36),
+	)
+	.map(([spec, stop, again, resend, maxPerExecution]) => {
 		const first: RunSpec = {
 			...spec,
 			asTool: false,
@@ -1291,7 +1323,7 @@ const stopStory: fc.Arbitrary<Command[]> = fc
 			maxPerExecution,
 		};
 		return [
-			new NewExecution(first, [], { kind: 'stopAt', ...at }),
+			new NewExecution(first, [], stop),
 			again
 				? new RetryExecution(0, resend ? { resend: true } : undefined, [])
 				: new NewExecution({ ...first, resend }, []),
@@ -1347,7 +1379,45 @@ const twinStory: fc.Arbitrary<Command[]> = fc
 		];
 	});
 
+/**
+ * Story 5, a new key of one account: one product on rows of both accounts, sent under account A's
+ * second key (every row charged to A), the execution failed by a 402 on a later row; then
+ * Executions → Retry with the credential per row (or A's first key): A's rows are proven under A's
+ * first key and returned, B's rows are not A's (`other_key`), whichever row is proven first.
+ */
+const newKeyStory: fc.Arbitrary<Command[]> = fc
+	.tuple(
+		fc.constantFrom('p0', 'k0'),
+		fc.boolean(),
+		onErrorArb,
+		fc.constantFrom<Credential>('perItem', 'perItem', 'fixed'),
+	)
+	.map(([product, bFirst, onError, credential]) => {
+		const rows: Row[] = bFirst
+			? [
+					{ product, account: 'B' },
+					{ product, account: 'A' },
+				]
+			: [
+					{ product, account: 'A' },
+					{ product, account: 'B' },
+				];
+		const first: RunSpec = {
+			runs: [[...rows, { product: 'p1', account: 'A' }]],
+			concurrency: 1,
+			onError: 'stop',
+			resend: false,
+			credential: 'second',
+			asTool: false,
+		};
+		return [
+			new NewExecution(first, [{ product: 'p1', kind: 'credits402', skip: 0 }]),
+			new RetryExecution(0, { credential, onError }, []),
+		];
+	});
+
 const stories: Array<fc.WeightedArbitrary<Command[]>> = [
+	...(without.has('perItem') ? [] : [{ weight: 1, arbitrary: newKeyStory }]),
 	...(without.has('keys') || without.has('faults') ? [] : [{ weight: 1, arbitrary: twinStory }]),
 	...(without.has('kill') || without.has('retryAfterKill')
 		? []

@@ -80,7 +80,7 @@ export interface Attempt {
 	/** For a retry: the attempt whose saved record (or, after a kill, whose start) it starts from. */
 	from?: number;
 	runs: Row[][];
-	credential: 'fixed' | 'perItem';
+	credential: Credential;
 	resend: boolean;
 	asTool: boolean;
 	concurrency: number;
@@ -113,6 +113,8 @@ export interface Request {
 	at: number;
 	prompt: string;
 	account: Account | undefined;
+	/** The API key it was sent with (the `Authorization` header as the service logged it). */
+	apiKey: string;
 	/** The service refused it (a 4xx, or a 5xx it answered): nothing was charged. */
 	refused: boolean;
 	/** Answered 2xx: the node had the generation. */
@@ -124,8 +126,9 @@ export interface Turn {
 	prompt: string;
 	account: Account;
 	charged: number;
-	/** The request it answers (matched by prompt, account and time), and when that came. */
+	/** The request it answers (matched by prompt, account and time), its API key, and when it came. */
 	seq: number;
+	apiKey: string;
 	at: number;
 }
 
@@ -143,8 +146,14 @@ export interface World {
 	caps: Caps;
 }
 
+/**
+ * The node's credential: account A's key for every row (`fixed`), account A's second key for every
+ * row (`second`: a new key of the same account), or each row's account's key (`perItem`).
+ */
+export type Credential = 'fixed' | 'second' | 'perItem';
+
 export const accountOf = (attempt: Attempt, row: Row): Account =>
-	attempt.credential === 'fixed' ? 'A' : row.account;
+	attempt.credential === 'perItem' ? row.account : 'A';
 
 const MAYBE = 'may_have_been_charged';
 const FREE = new Set(['not_sent', 'not_charged']);
@@ -245,7 +254,12 @@ function valuesNeeded(world: World): number {
 	return needed;
 }
 
-/** Rule 1, per key and account: each paid turn beyond the first must be a resend or a fallen-out key. */
+/**
+ * Rule 1, per key, account and API key: each paid turn beyond the first must be a resend or a
+ * fallen-out key. The record knows a key by the API key that sent it (README, "Retries and stops":
+ * "a key used under a replaced API key is new to its replacement"): a new API key of the same
+ * account pays a used key once more.
+ */
 function keyPaidTwice(world: World): string[] {
 	const found: string[] = [];
 	const resent = resentRecords(world);
@@ -254,12 +268,13 @@ function keyPaidTwice(world: World): string[] {
 	for (const turn of world.turns) {
 		const { product } = parsePrompt(turn.prompt);
 		if (!keyed(product)) continue;
-		const group = `${product} ${turn.account}`;
+		const group = `${product} ${turn.account} ${turn.apiKey}`;
 		groups.set(group, [...(groups.get(group) ?? []), turn]);
 	}
 	const used = new Map<string, number>(); // resends used per saved record and key
 	for (const [group, turns] of groups) {
 		const [key, account] = group.split(' ');
+		const ask = `${key} ${account}`;
 		turns.sort((a, b) => a.seq - b.seq);
 		let last = turns[0];
 		for (const turn of turns.slice(1)) {
@@ -268,7 +283,7 @@ function keyPaidTwice(world: World): string[] {
 				world.requests
 					.filter((r) => r.seq > last.seq && r.seq < turn.seq)
 					.map((r) => `${parsePrompt(r.prompt).product} ${r.account}`)
-					.filter((other) => keyed(other) && other !== group),
+					.filter((other) => keyed(other) && other !== ask),
 			);
 			const payer = payerOf(world, turn);
 			const record = payer?.from !== undefined ? attempts.get(payer.from) : undefined;
@@ -277,11 +292,11 @@ function keyPaidTwice(world: World): string[] {
 				payer.resend &&
 				record &&
 				resent.has(record.id) &&
-				(uncertainIn(record).get(group) ?? 0) > (used.get(`${record.id} ${group}`) ?? 0);
+				(uncertainIn(record).get(ask) ?? 0) > (used.get(`${record.id} ${ask}`) ?? 0);
 			if (others.size >= world.caps.keys) {
 				last = turn;
 			} else if (resend) {
-				const of = `${record!.id} ${group}`;
+				const of = `${record!.id} ${ask}`;
 				used.set(of, (used.get(of) ?? 0) + 1);
 				last = turn;
 			} else {
