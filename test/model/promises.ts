@@ -265,9 +265,12 @@ function keyPaidTwice(world: World): string[] {
 	const resent = resentRecords(world);
 	const attempts = new Map(world.attempts.map((a) => [a.id, a]));
 	const groups = new Map<string, Turn[]>();
+	// As for rule 1 per ask: a turn of a family no attempt of this history has is an earlier
+	// history's held request that landed late (the service is shared across histories).
+	const families = new Set(world.attempts.map((attempt) => attempt.family));
 	for (const turn of world.turns) {
-		const { product } = parsePrompt(turn.prompt);
-		if (!keyed(product)) continue;
+		const { product, family } = parsePrompt(turn.prompt);
+		if (!keyed(product) || !families.has(family)) continue;
 		const group = `${product} ${turn.account} ${turn.apiKey}`;
 		groups.set(group, [...(groups.get(group) ?? []), turn]);
 	}
