@@ -116,7 +116,7 @@ test('X-Request-Id on every response: success, errors, redirect, signed file, un
 	expectError(replies[4], 404, 'not_found');
 });
 
-test('§7 error messages are Chinese (even with Accept-Language en)', async () => {
+test('error messages are Chinese (even with Accept-Language en)', async () => {
 	const reply = await call(emu(), 'POST', '/api/v1/generate', {
 		body: {},
 		headers: { 'accept-language': 'en' },

@@ -40,7 +40,7 @@ const MODELS: ModelRow[] = [
 	{ model: 'qwen-image-3.0-pro', ratios: NO_45, unsupportedRatios: ['4:5'], resolutions: ['1K', '2K'], unsupportedResolutions: ['4K'], defaultResolution: '1K', referenceLimit: 3, prices: { '1K': 6, '2K': 11 }, gpt: false },
 ];
 
-describe('§2.2 model table, row by row', () => {
+describe('model table, row by row', () => {
 	describe.each(MODELS)('$model', (row) => {
 		test('supported ratios give images of exactly that ratio', async () => {
 			for (const ratio of row.ratios) {
@@ -103,7 +103,7 @@ describe('§2.2 model table, row by row', () => {
 	});
 });
 
-describe('§2.2 model auto', () => {
+describe('model auto', () => {
 	const lastTurn = async () => (await emu().control.turns()).slice(-1)[0];
 
 	test('rule 1: default choice is nano-banana-2 (and model omitted means auto)', async () => {
@@ -149,7 +149,7 @@ describe('§2.2 model auto', () => {
 	});
 });
 
-describe('§2.3 response', () => {
+describe('response', () => {
 	test('fields, id forms and X-Request-Id', async () => {
 		const reply = await generate(emu(), { prompt: 'a cup', model: 'nano-banana-2', ratio: '4:5', n: 2 });
 		expect(reply.status).toBe(200);
@@ -190,7 +190,7 @@ describe('§2.3 response', () => {
 	});
 });
 
-describe('§2.4 warnings', () => {
+describe('warnings', () => {
 	test('partial n: feature n, billing for the delivered count', async () => {
 		await emu().control.setGenerationBehaviour({ deliver: 2 });
 		const reply = await generate(emu(), { prompt: 'a cup', model: 'nano-banana-2', resolution: '1K', n: 4 });
@@ -237,7 +237,7 @@ describe('§2.4 warnings', () => {
 	});
 });
 
-describe('§2.5 sessions', () => {
+describe('sessions', () => {
 	test('omitted session_id creates a new session titled "API生成" (English title with Accept-Language en)', async () => {
 		const a = await generate(emu(), { prompt: 'a cup' });
 		const b = await generate(emu(), { prompt: 'a cup' }, { headers: { 'accept-language': 'en' } });
@@ -265,7 +265,7 @@ describe('§2.5 sessions', () => {
 	});
 });
 
-describe('§2.6 reference images and rule 3', () => {
+describe('reference images and rule 3', () => {
 	test('images[].id of earlier calls are usable references', async () => {
 		const first = await generate(emu(), { prompt: 'a cup', n: 2 });
 		const second = await generate(emu(), { ref_image_ids: first.json.images.map((i: { id: string }) => i.id) });
@@ -294,7 +294,7 @@ describe('§2.6 reference images and rule 3', () => {
 	});
 });
 
-describe('§4.1 validation rules', () => {
+describe('validation rules', () => {
 	test('rule 1: unknown model → 400 invalid_model', async () => {
 		for (const model of ['dall-e-3', 'NANO-BANANA-2', '', 42]) {
 			expectError(await generate(emu(), { prompt: 'a cup', model }), 400, 'invalid_model');
@@ -333,7 +333,7 @@ describe('§4.1 validation rules', () => {
 		expect((await generate(emu(), { prompt: 'a cup', ref_image_ids: refs })).status).toBe(200);
 	});
 
-	test('§8 prompt length: 4000 characters accepted, 4001 → 400 prompt_too_long', async () => {
+	test('prompt length: 4000 characters accepted, 4001 → 400 prompt_too_long', async () => {
 		expect((await generate(emu(), { prompt: '杯'.repeat(4000) })).status).toBe(200);
 		expectError(await generate(emu(), { prompt: 'x'.repeat(4001) }), 400, 'prompt_too_long');
 	});
@@ -357,7 +357,7 @@ describe('§4.1 validation rules', () => {
 	});
 });
 
-describe('§4.1 billing rules', () => {
+describe('billing rules', () => {
 	test('rule 1 + 6: nano-banana-2 at 2K with n = 2 reserves 32 credits, then charges them', async () => {
 		const reply = await generate(emu(), { prompt: 'a cup', model: 'nano-banana-2', resolution: '2K', n: 2 });
 		expect(reply.json.credits_charged).toBe(32);

@@ -11,7 +11,7 @@ const { emu } = setup();
 const list = (query = '', key?: string) => call(emu(), 'GET', `/api/v1/image-pack-publications${query}`, { key });
 const detail = (id: number | string, key?: string) => call(emu(), 'GET', `/api/v1/image-pack-publications/${id}`, { key });
 
-describe('§4.2 list', () => {
+describe('list', () => {
 	test('response shape: items ascending, next_since_id, reread_overlap 50, dedupe_by', async () => {
 		const a = await emu().control.publish({ styleCode: 'RED-1' });
 		const b = await emu().control.publish({ packId: a.pack_id });
@@ -112,7 +112,7 @@ describe('§4.2 list', () => {
 	});
 });
 
-describe('§2.7 records and versions', () => {
+describe('records and versions', () => {
 	test('version per pack starts at 1 and rises by one; records are immutable', async () => {
 		const v1 = await emu().control.publish({ styleCode: 'A' });
 		const other = await emu().control.publish();
@@ -148,7 +148,7 @@ describe('§2.7 records and versions', () => {
 	});
 });
 
-describe('§2.9 / §4.3 detail and manifests', () => {
+describe('detail and manifests', () => {
 	test('schemaVersion 3: blocks in the seller order, text and images, download_url added and downloadable', async () => {
 		const [x, y] = (await emu().control.seedImages({ count: 2 })).images;
 		const record = await emu().control.publish({
