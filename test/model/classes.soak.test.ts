@@ -1128,4 +1128,86 @@ describe('found at 6443455 by the commit seed 222602566 and seed 1002 (fixed sin
 			]);
 		},
 	);
+
+	// cap passed (the fresh seed 1001 at ef04e9f, history 314 of 600, open; as generated): a capped
+	// two-batch run killed, its kill retried twice (reordered and crash-recovered, then with Resend),
+	// then the failed retry retried with Resend.
+	it.failing(
+		'6. Max Credits per Execution over a kill retried twice, the second with Resend, then its retry',
+		async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(
+					spec([['p1/A', 'p1/A'], ['k1/B', 'p0/A', 'k0/B', 'k4/B']], {
+						tries: 2,
+						resend: true,
+						download: true,
+						maxPerExecution: 36,
+					}),
+					[
+						{ product: 'k0', kind: 'download500', skip: 0 },
+						{ product: 'k0', kind: 'download500', skip: 1 },
+					],
+					{ kind: 'kill', at: 7 },
+				),
+				new RetryAfterKill(
+					0,
+					{
+						reorder: true,
+						crashRecovered: true,
+						repeatCall: false,
+						edit: { resend: false, legacyClear: true, credential: 'fixed', maxPerExecution: 24 },
+						aim: true,
+					},
+					[
+						{ product: 'k1', kind: 'resetAfter', skip: 0 },
+						{ product: 'p0', kind: 'resetAfter', skip: 1 },
+					],
+				),
+				new RetryAfterKill(
+					8,
+					{
+						...retry,
+						edit: {
+							resend: true,
+							legacyClear: true,
+							credential: 'fixed',
+							maxPerExecution: 36,
+							onError: 'errorOutput',
+						},
+						aim: true,
+					},
+					[{ product: 'k1', kind: 'credits402', skip: 1 }],
+				),
+				new RetryExecution(
+					0,
+					{ resend: true, legacyClear: true, credential: 'fixed', maxPerExecution: 36 },
+					[],
+				),
+			]);
+		},
+	);
+
+	// cap passed (the fresh seed 1002 at ef04e9f, history 521 of 600, open; as generated): no kill.
+	// A capped run whose first answer is lost (a timeout) and which the user stops at the next send,
+	// retried three times (Resend on, on, then the original workflow).
+	it.failing(
+		'6. Max Credits per Execution over one stopped execution retried three times, Resend on the first two',
+		async () => {
+			await runHistory(emulator, 'real', [
+				new NewExecution(
+					spec([['k0/A', 'k0/B', 'p1/A'], ['p0/A', 'p1/A']], {
+						tries: 2,
+						maxPerExecution: 36,
+						credential: 'perItem',
+						timeout1: true,
+					}),
+					[{ product: 'k0', kind: 'timeoutAfter', skip: 0 }],
+					{ kind: 'stopAt', route: 'generate', skip: 1, when: 'after' },
+				),
+				new RetryExecution(0, { resend: true }, [{ product: 'p1', kind: 'credits402', skip: 0 }]),
+				new RetryExecution(0, { resend: true }, []),
+				new RetryExecution(0, undefined, []),
+			]);
+		},
+	);
 });
