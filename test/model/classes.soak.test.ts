@@ -1187,10 +1187,11 @@ describe('found at 6443455 by the commit seed 222602566 and seed 1002 (fixed sin
 		},
 	);
 
-	// cap passed (the fresh seed 1002 at ef04e9f, history 521 of 600, open; as generated): no kill.
-	// A capped run whose first answer is lost (a timeout) and which the user stops at the next send,
-	// retried three times (Resend on, on, then the original workflow).
-	it.failing(
+	// cap passed (the fresh seed 1002 at ef04e9f, history 521 of 600; as generated): no kill. A
+	// capped run whose first answer is lost (a timeout) and which the user stops at the next send,
+	// retried three times (Resend on, on, then the original workflow): the last retry, of the
+	// original record, counted that record's spend, not the resend a sibling retry made since.
+	it(
 		'6. Max Credits per Execution over one stopped execution retried three times, Resend on the first two',
 		async () => {
 			await runHistory(emulator, 'real', [

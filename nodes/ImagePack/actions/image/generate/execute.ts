@@ -316,6 +316,15 @@ function foundSent(run: Run, item: Item): boolean {
 	return !item.memo && readAsSent(run, item);
 }
 
+/**
+ * A retry's item whose saved record another retry of the same record has sent again since (its
+ * `again` value found): that spend is not in the record this retry starts from, so it counts here.
+ */
+function resentElsewhere(run: Run, item?: Item): boolean {
+	if (!item?.memo || item.record !== 'run') return false;
+	return run.durable.sentBefore(ledger.again(item.memo.executionId, item.identity.send));
+}
+
 /** Whether an earlier attempt paid for the item, or may have: it is returned or reported, not sent. */
 function paidBefore(run: Run, item?: Item): boolean {
 	if (!item) return false;
@@ -503,7 +512,8 @@ export async function execute(
 	const reported = runItems.map((item) => !!item && foundSent(run, item));
 	reported.forEach((found, index) => {
 		const { plan } = runItems[index] ?? {};
-		if (found && plan) countUncertain(this, plan.request.creditsEstimated, plan.options);
+		const resent = resentElsewhere(run, runItems[index]);
+		if ((found || resent) && plan) countUncertain(this, plan.request.creditsEstimated, plan.options);
 	});
 	const order = continueOnFail
 		? [...items.keys()].sort((a, b) => Number(reported[a]) - Number(reported[b]))
