@@ -27,27 +27,38 @@ const EXTERNAL = new Map([
 	['Node.js', 'the runtime, not a file'],
 	['claude_desktop_config.json', "Claude Desktop's configuration file"],
 	['credentials-tester.service.ts', "n8n's source, where the credential test is run"],
-	['types/nodes.json', "the node types n8n writes into its user folder"],
+	['types/nodes.json', 'the node types n8n writes into its user folder'],
 	['package/package.json', 'the manifest inside an npm tarball'],
 	['command.json', 'the file the bench writes for its profiler inside n8n, at run time'],
 	['out.png', "the emulator README's example command's output"],
 ]);
 
 /** n8n's compiled files (`…/dist/….js`, `workflow-execute.js`) are named where the code builds on what they do. */
-const isN8nFile = (name) => name.endsWith('.js') && !name.startsWith('./') && !name.startsWith('../');
+const isN8nFile = (name) =>
+	name.endsWith('.js') && !name.startsWith('./') && !name.startsWith('../');
 
 export function checkLinks(root) {
 	const files = walk(root);
 	const relativeFiles = files.map((file) => path.relative(root, file).split(path.sep).join('/'));
 	const known = new Set(relativeFiles);
-	const folders = new Set(relativeFiles.flatMap((file) => file.split('/').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('/'))));
+	const folders = new Set(
+		relativeFiles.flatMap((file) =>
+			file
+				.split('/')
+				.slice(0, -1)
+				.map((_, i, parts) => parts.slice(0, i + 1).join('/')),
+		),
+	);
 	const topLevel = new Set(fs.readdirSync(root).filter((name) => !SKIPPED_FOLDERS.has(name)));
 	const problems = [];
 
 	const exists = (relative) => known.has(relative) || folders.has(relative.replace(/\/$/, ''));
 	const endsWith = (name) => {
 		const bare = name.replace(/^(\.{1,2}\/)+/, '').replace(/\/$/, '');
-		return relativeFiles.some((file) => file === bare || file.endsWith(`/${bare}`)) || [...folders].some((folder) => folder === bare || folder.endsWith(`/${bare}`));
+		return (
+			relativeFiles.some((file) => file === bare || file.endsWith(`/${bare}`)) ||
+			[...folders].some((folder) => folder === bare || folder.endsWith(`/${bare}`))
+		);
 	};
 
 	for (const file of files) {
@@ -65,22 +76,37 @@ export function checkLinks(root) {
 			for (const { line, target } of markdownLinks(text)) {
 				if (/^[a-z][\w+.-]*:/i.test(target)) continue; // a URL
 				const [pathPart, anchor] = target.split('#');
-				const resolved = pathPart ? path.posix.normalize(path.posix.join(path.posix.dirname(relative), decodeURI(pathPart))) : relative;
+				const resolved = pathPart
+					? path.posix.normalize(path.posix.join(path.posix.dirname(relative), decodeURI(pathPart)))
+					: relative;
 				if (resolved.startsWith('../')) report(line, target, 'points outside the repository');
 				else if (!exists(resolved)) report(line, target, 'no such file');
-				else if (anchor && resolved.endsWith('.md') && !anchorsOf(path.join(root, resolved)).has(anchor)) report(line, target, `no heading #${anchor}`);
+				else if (
+					anchor &&
+					resolved.endsWith('.md') &&
+					!anchorsOf(path.join(root, resolved)).has(anchor)
+				)
+					report(line, target, `no heading #${anchor}`);
 			}
 		}
 		// In a page, a link's target is checked as a link above, not again as a named path.
 		const named = isMarkdown ? text.replace(/\]\([^)]*\)/g, ']') : comments(text, relative);
 		for (const { line, name } of namedPaths(named)) {
-			if (EXTERNAL.has(name) || [...EXTERNAL.keys()].some((external) => name.endsWith(`/${external}`) || name.includes(external))) continue;
+			if (
+				EXTERNAL.has(name) ||
+				[...EXTERNAL.keys()].some(
+					(external) => name.endsWith(`/${external}`) || name.includes(external),
+				)
+			)
+				continue;
 			if (/[<>*]|\{\{|\$/.test(name)) continue; // a placeholder or a pattern
 			if (isN8nFile(name) && !topLevel.has(name.split('/')[0])) continue;
 			const first = name.split('/')[0];
 			for (const expanded of expandBraces(name)) {
 				if (expanded.startsWith('./') || expanded.startsWith('../')) {
-					const resolved = path.posix.normalize(path.posix.join(path.posix.dirname(relative), expanded));
+					const resolved = path.posix.normalize(
+						path.posix.join(path.posix.dirname(relative), expanded),
+					);
 					if (resolved.startsWith('../')) report(line, name, 'points outside the repository');
 					else if (!exists(resolved) && !endsWith(expanded)) report(line, name, 'no such file');
 				} else if (expanded.includes('/') && topLevel.has(first)) {
@@ -95,7 +121,11 @@ export function checkLinks(root) {
 }
 
 function isCheckedPage(relative) {
-	return relative === 'README.md' || relative.startsWith('docs/') || (relative.startsWith('test/') && relative.endsWith('README.md'));
+	return (
+		relative === 'README.md' ||
+		relative.startsWith('docs/') ||
+		(relative.startsWith('test/') && relative.endsWith('README.md'))
+	);
 }
 
 function walk(folder) {
@@ -113,7 +143,9 @@ function markdownLinks(text) {
 	text.split('\n').forEach((content, index) => {
 		if (/^\s*```/.test(content)) fenced = !fenced;
 		if (fenced) return;
-		for (const match of content.replace(/`[^`]*`/g, '').matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
+		for (const match of content
+			.replace(/`[^`]*`/g, '')
+			.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
 			links.push({ line: index + 1, target: match[1] });
 		}
 	});
@@ -149,7 +181,8 @@ function anchorsOf(file) {
 
 /** The comment text of a source file, other characters blanked so line numbers stay. */
 function comments(text, relative) {
-	if (relative === '.ci/run') return text.replace(/^(?!\s*#|.*\s#\s).*$/gm, '').replace(/^.*?\s#\s/gm, '');
+	if (relative === '.ci/run')
+		return text.replace(/^(?!\s*#|.*\s#\s).*$/gm, '').replace(/^.*?\s#\s/gm, '');
 	const kept = text.replace(/[^\n]/g, ' ').split('');
 	for (const match of text.matchAll(/\/\*[\s\S]*?\*\/|(?<=^|\s)\/\/[^\n]*/g)) {
 		for (let i = match.index; i < match.index + match[0].length; i++) kept[i] = text[i];
@@ -163,10 +196,7 @@ function namedPaths(text) {
 		for (const match of content.matchAll(PATH_TOKEN)) {
 			const name = match[1].replace(/[.,]+$/, '');
 			if (content[match.index - 1] === '<') continue; // a placeholder such as <file.json>
-			if (!/[a-z]/i.test(name) || /^\.+\/?$/.test(name) || /^[\w-]+\/$/.test(name) && !name.includes('.')) {
-				// a bare folder name such as `docs/` is checked only when it is a top-level folder (below)
-				if (!/^[\w-]+\/$/.test(name)) continue;
-			}
+			if (!/[a-z]/i.test(name) || /^\.+\/?$/.test(name)) continue; // `1K/2K/`, `../`
 			names.push({ line: index + 1, name: name.replace(/\/$/, '') || name });
 		}
 	});
@@ -176,14 +206,24 @@ function namedPaths(text) {
 function expandBraces(name) {
 	const match = /\{([^{}]*)\}/.exec(name);
 	if (!match) return [name];
-	return match[1].split(',').flatMap((part) => expandBraces(name.slice(0, match.index) + part + name.slice(match.index + match[0].length)));
+	return match[1]
+		.split(',')
+		.flatMap((part) =>
+			expandBraces(name.slice(0, match.index) + part + name.slice(match.index + match[0].length)),
+		);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
 	const rootArgument = process.argv.find((arg) => arg.startsWith('--root='));
-	const root = path.resolve(rootArgument ? rootArgument.slice('--root='.length) : path.join(path.dirname(fileURLToPath(import.meta.url)), '..'));
+	const root = path.resolve(
+		rootArgument
+			? rootArgument.slice('--root='.length)
+			: path.join(path.dirname(fileURLToPath(import.meta.url)), '..'),
+	);
 	const problems = checkLinks(root);
 	for (const problem of problems) console.error(problem);
-	console.log(problems.length ? `${problems.length} wrong name(s)` : 'every link and named path exists');
+	console.log(
+		problems.length ? `${problems.length} wrong name(s)` : 'every link and named path exists',
+	);
 	process.exitCode = problems.length ? 1 : 0;
 }

@@ -23,10 +23,14 @@ function repository(files) {
 }
 
 const correct = {
-	'README.md': '# Title\n\n## Retries and stops\n\nSee [retries](docs/retry.md#tests) and [above](#retries-and-stops), `tools/sandbox.mjs`.\n',
-	'docs/retry.md': '# Retries\n\n## Tests\n\nThe table is `test/unit/verdict.test.ts`; the run is [here](../README.md).\n',
-	'test/unit/verdict.test.ts': '// The rule lives in generate/verdict.ts (see docs/retry.md).\nconst url = "http://x/y.md";\n',
-	'nodes/generate/verdict.ts': '/** Pure: the verdict. Its table: verdict.test.ts. */\nexport const verdict = 1;\n',
+	'README.md':
+		'# Title\n\n## Retries and stops\n\nSee [retries](docs/retry.md#tests) and [above](#retries-and-stops), `tools/sandbox.mjs`.\n',
+	'docs/retry.md':
+		'# Retries\n\n## Tests\n\nThe table is `test/unit/verdict.test.ts`; the run is [here](../README.md).\n',
+	'test/unit/verdict.test.ts':
+		'// The rule lives in generate/verdict.ts (see docs/retry.md).\nconst url = "http://x/y.md";\n',
+	'nodes/generate/verdict.ts':
+		'/** Pure: the verdict. Its table: verdict.test.ts. */\nexport const verdict = 1;\n',
 	'tools/sandbox.mjs': '',
 };
 
@@ -40,12 +44,42 @@ describe('tools/check-links.mjs', () => {
 	});
 
 	for (const [what, file, text, expected] of [
-		['a link to a missing page', 'README.md', 'See [x](docs/missing.md).\n', /README\.md:6: docs\/missing\.md: no such file/],
-		['a link to a missing heading', 'README.md', 'See [x](docs/retry.md#no-such-part).\n', /no heading #no-such-part/],
-		['a link out of the repository', 'docs/retry.md', 'The [API](../../shared/api/image-api.md).\n', /points outside the repository/],
-		['a path in a page that does not exist', 'docs/retry.md', 'Run `tools/old-installer.mjs`.\n', /tools\/old-installer\.mjs: no such file/],
-		['a file name in a comment that exists nowhere', 'nodes/generate/verdict.ts', '// Its cases: replay.test.ts.\n', /verdict\.ts:3: replay\.test\.ts: no file of that name/],
-		['a path in a comment under a top-level folder', 'test/unit/verdict.test.ts', '/' + '* see test/integration/hostile.test.ts *' + '/\n', /test\/integration\/hostile\.test\.ts: no such file/],
+		[
+			'a link to a missing page',
+			'README.md',
+			'See [x](docs/missing.md).\n',
+			/README\.md:6: docs\/missing\.md: no such file/,
+		],
+		[
+			'a link to a missing heading',
+			'README.md',
+			'See [x](docs/retry.md#no-such-part).\n',
+			/no heading #no-such-part/,
+		],
+		[
+			'a link out of the repository',
+			'docs/retry.md',
+			'The [API](../../shared/api/image-api.md).\n',
+			/points outside the repository/,
+		],
+		[
+			'a path in a page that does not exist',
+			'docs/retry.md',
+			'Run `tools/old-installer.mjs`.\n',
+			/tools\/old-installer\.mjs: no such file/,
+		],
+		[
+			'a file name in a comment that exists nowhere',
+			'nodes/generate/verdict.ts',
+			'// Its cases: replay.test.ts.\n',
+			/verdict\.ts:3: replay\.test\.ts: no file of that name/,
+		],
+		[
+			'a path in a comment under a top-level folder',
+			'test/unit/verdict.test.ts',
+			'/' + '* see test/integration/hostile.test.ts *' + '/\n',
+			/test\/integration\/hostile\.test\.ts: no such file/,
+		],
 	]) {
 		it(`fails on ${what}`, () => {
 			const problems = checkLinks(repository({ ...correct, [file]: correct[file] + text }));
@@ -55,7 +89,9 @@ describe('tools/check-links.mjs', () => {
 	}
 
 	it('reads only comments in code: a string naming a missing file is not a reference', () => {
-		const problems = checkLinks(repository({ ...correct, 'nodes/generate/verdict.ts': "const name = 'missing-file.ts';\n" }));
+		const problems = checkLinks(
+			repository({ ...correct, 'nodes/generate/verdict.ts': "const name = 'missing-file.ts';\n" }),
+		);
 		assert.deepEqual(problems, []);
 	});
 });
